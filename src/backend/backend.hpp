@@ -1,0 +1,141 @@
+#pragma once
+
+#include "core/duration.hpp"
+#include "core/identity.hpp"
+#include "core/signals.hpp"
+#include "core/url.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::backend {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Everything a backend is built from. The password, when given, comes from
+// DLOCK_PASSWORD or --password-file and takes precedence over the URL's.
+struct BackendConfig {
+  Url url;
+  std::string lock_namespace = "dlock";
+  Millis connect_timeout{2000};
+  std::optional<std::string> password;
+  int verbose = 0;
+};
+
+// What the caller wants to hold. Future kinds of hold (--limit N,
+// --shared) are further fields here, so every backend sees them.
+struct LockRequest {
+  std::string name; // already validated by validate_name()
+  Millis ttl{30'000};
+  HolderInfo holder; // stored with the lock for status and list
+};
+
+// A held lock. `confirmed_at` is t0 of the safety timeline: the moment the
+// request that granted (or last renewed) the lease was *sent*, so that
+// t0 + ttl is never later than the backend's own view of the expiry.
+struct Lease {
+  std::string name;
+  std::string token;       // secret release token; never printed by status/list/logs
+  std::uint64_t fence = 0; // strictly increasing per name; 0 when unknown (lease rebuilt from a token)
+  Millis ttl{};            // T: the lease the backend granted
+  SteadyClock::time_point confirmed_at{};
+};
+
+enum class AcquireOutcome { acquired, busy, interrupted };
+
+struct AcquireResult {
+  AcquireOutcome outcome = AcquireOutcome::busy;
+  std::optional<Lease> lease; // set when acquired
+  int signal = 0;             // set when interrupted
+};
+
+enum class RenewOutcome {
+  renewed, // the backend confirmed the lease: new t0 and T
+  lost,    // the backend says someone else owns the lock (or nobody): stop now
+  unknown, // no answer (timeout, connection lost): the old deadline stands
+};
+
+struct RenewResult {
+  RenewOutcome outcome = RenewOutcome::unknown;
+  Millis ttl{};                      // renewed: the T the backend granted
+  SteadyClock::time_point sent_at{}; // renewed: when the request was sent, the new t0
+  std::string reason;                // lost / unknown: why, for the user's message
+};
+
+enum class ReleaseOutcome { released, not_owner };
+
+struct LockStatus {
+  std::string name;
+  bool held = false;
+  std::optional<HolderInfo> holder;
+  std::optional<std::uint64_t> fence;
+  std::optional<Millis> time_left; // lease left, where the backend knows it
+  std::optional<std::int64_t> waiters;
+  std::string detail; // backend specific, one line
+};
+
+struct NodeHealth {
+  std::string address;
+  bool reachable = false;
+  std::string version;
+  Millis round_trip{};
+  std::string error;
+};
+
+struct PingResult {
+  std::vector<NodeHealth> nodes;
+  std::optional<bool> quorum; // multi-node backends
+  std::string detail;
+};
+
+// The one interface every backend implements. Real failures (cannot connect,
+// round trip timed out, authentication refused) are thrown as dlock::Error
+// with the exit code of spec.md and a sentence naming the backend (its URL
+// redacted); "busy" and "not the owner" are ordinary results. Every network
+// round trip is bounded by BackendConfig::connect_timeout. A backend object is
+// used by one thread at a time; the runner hands it from the main thread to
+// the heartbeat thread and back, never to both at once.
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  // One attempt; returns busy at once if someone else holds the lock.
+  virtual AcquireResult try_acquire(const LockRequest& request) = 0;
+
+  // Waits until the lock is ours, `deadline` passes (busy; nullopt = wait
+  // forever) or `interrupt` requests a stop (interrupted). Waiters are woken
+  // by the backend's own notification, not by polling; any fallback poll
+  // uses jitter. An interrupted or timed-out wait leaves nothing behind.
+  virtual AcquireResult acquire(const LockRequest& request, std::optional<SteadyClock::time_point> deadline,
+                                const Interrupt& interrupt) = 0;
+
+  // Extends the lease to `ttl` if `lease.token` still owns it. `lost` only
+  // when the backend positively says the token does not own the lock;
+  // anything uncertain is `unknown`, and the caller's deadline applies.
+  // Works on a lease rebuilt from (name, token) in another process for
+  // backends that are not session bound.
+  virtual RenewResult renew(const Lease& lease, Millis ttl) = 0;
+
+  // Compare-and-delete: releases only if `lease.token` still owns the lock;
+  // never removes somebody else's.
+  virtual ReleaseOutcome release(const Lease& lease) = 0;
+
+  // Breaks the lock whoever holds it. Returns the holder it broke, or
+  // nullopt if the lock was free.
+  virtual std::optional<LockStatus> force_release(const std::string& name) = 0;
+
+  // One lock as seen now. Never reveals the release token.
+  virtual LockStatus status(const std::string& name) = 0;
+
+  // Held locks whose names start with `prefix`, sorted by name.
+  virtual std::vector<LockStatus> list(const std::string& prefix) = 0;
+
+  // Reachability, server version and round-trip time of each node.
+  virtual PingResult ping() = 0;
+};
+
+} // namespace dlock::backend

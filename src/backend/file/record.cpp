@@ -1,0 +1,74 @@
+#include "backend/file/record.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <unistd.h>
+
+namespace dlock::backend::file {
+
+std::string encode_record(const LockRecord& record) {
+  nlohmann::json doc;
+  doc["fence"] = record.fence;
+  if (record.holder) {
+    const HolderInfo& h = *record.holder;
+    doc["host"] = h.host;
+    doc["pid"] = h.pid;
+    doc["user"] = h.user;
+    doc["command"] = h.command;
+    doc["since_ms"] = to_unix_ms(h.since);
+    doc["ttl_ms"] = record.ttl_ms;
+    doc["renewed_ms"] = record.renewed_ms;
+  }
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+LockRecord decode_record(const std::string& text) {
+  LockRecord record;
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return record;
+  try {
+    record.fence = doc.value("fence", std::uint64_t{0});
+    if (doc.contains("pid")) {
+      HolderInfo h;
+      h.host = doc.value("host", "");
+      h.pid = doc.value("pid", std::int64_t{0});
+      h.user = doc.value("user", "");
+      h.command = doc.value("command", "");
+      h.since = from_unix_ms(doc.value("since_ms", std::int64_t{0}));
+      record.holder = h;
+      record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
+      record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
+    }
+  } catch (const nlohmann::json::exception&) {
+    return LockRecord{};
+  }
+  return record;
+}
+
+LockRecord read_record(int fd) {
+  std::string text(65536, '\0');
+  std::size_t filled = 0;
+  while (filled < text.size()) {
+    ssize_t n = pread(fd, text.data() + filled, text.size() - filled, static_cast<off_t>(filled));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    filled += static_cast<std::size_t>(n);
+  }
+  text.resize(filled);
+  return decode_record(text);
+}
+
+bool write_record(int fd, const LockRecord& record) {
+  std::string text = encode_record(record);
+  std::size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = pwrite(fd, text.data() + written, text.size() - written, static_cast<off_t>(written));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<std::size_t>(n);
+  }
+  return ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+}
+
+} // namespace dlock::backend::file

@@ -1,0 +1,78 @@
+#include "cli/context.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/name.hpp"
+#include "runner/keeper.hpp"
+#include "runner/runner.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <unistd.h>
+
+namespace dlock::cli {
+
+namespace {
+
+struct AcquireArguments {
+  std::string name;
+  std::optional<std::string> ttl;
+  std::optional<std::string> wait;
+  std::optional<std::string> conflict_exit_code;
+  bool json = false;
+};
+
+int run_acquire(const AcquireArguments& args, Context& context) {
+  validate_name(args.name);
+  Settings settings = context.settings();
+  backend::LockRequest request;
+  request.name = args.name;
+  request.ttl = resolve_ttl(args.ttl, settings);
+  std::optional<Millis> wait = resolve_wait(args.wait, settings);
+  int conflict = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
+  // The holder shown by status is the script that asked, not dlock itself.
+  std::string caller = command_line_of(getppid());
+  request.holder = {host_name(), 0, user_name(), caller.empty() ? "dlock acquire" : caller, std::chrono::system_clock::now()};
+
+  std::optional<backend::Lease> lease;
+  if (session_bound(settings)) {
+    runner::KeeperResult kept = runner::acquire_with_keeper(settings.backend, request, wait, conflict);
+    if (!kept.lease) {
+      if (!kept.message.empty() && !settings.quiet) say("{}", kept.message);
+      return kept.exit_status;
+    }
+    lease = kept.lease;
+  } else {
+    request.holder.pid = getpid();
+    auto backend = open_backend(settings);
+    runner::Acquisition taken = runner::acquire_for(*backend, request, wait, conflict, settings.quiet);
+    if (!taken.lease) return taken.exit_status;
+    lease = taken.lease;
+  }
+  if (args.json) {
+    auto expires = std::chrono::system_clock::now() + lease->ttl;
+    nlohmann::json doc = {{"name", lease->name},   {"token", lease->token},
+                          {"fence", lease->fence}, {"ttl_ms", lease->ttl.count()},
+                          {"expires_at", format_utc(expires)}};
+    std::cout << doc.dump() << std::endl;
+  } else {
+    std::cout << lease->token << std::endl;
+  }
+  return 0;
+}
+
+} // namespace
+
+void setup_acquire(CLI::App& app, Context& context) {
+  auto args = std::make_shared<AcquireArguments>();
+  CLI::App* sub = app.add_subcommand("acquire", "Take the lock NAME and print its release token; it stays held until release or --ttl passes");
+  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub->add_option("-t,--ttl", args->ttl, "Lease length; renew before it passes [default 30s]")->type_name("D");
+  sub->add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
+  sub->add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
+  sub->add_flag("--json", args->json, "Print name, token, fence, ttl_ms and expires_at as JSON");
+  sub->callback([args, &context] { context.action = [args, &context] { return run_acquire(*args, context); }; });
+}
+
+} // namespace dlock::cli

@@ -1,0 +1,76 @@
+#include "cli/cli_main.hpp"
+
+#include "cli/context.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace dlock {
+
+namespace {
+
+constexpr const char* k_description =
+    "dlock: distributed locks for shell scripts and cron.\n"
+    "Runs a command under a lock on a backend (file:, redis, redlock, zk, postgres, etcd),\n"
+    "renewing the lease and stopping the command before the lease can lapse.";
+
+} // namespace
+
+int cli_main(int argc, char** argv) {
+  cli::Context context;
+  context.argc = argc;
+  context.argv = argv;
+  CLI::App app(k_description, "dlock");
+  app.fallthrough();
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version and the built-in backends");
+  cli::setup_global(app, context);
+  cli::setup_run(app, context);
+  cli::setup_acquire(app, context);
+  cli::setup_renew(app, context);
+  cli::setup_release(app, context);
+  cli::setup_status(app, context);
+  cli::setup_list(app, context);
+  cli::setup_ping(app, context);
+  cli::setup_version(app, context);
+  try {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      // Help of the subcommand that asked for it, if any.
+      const CLI::App* target = &app;
+      for (const CLI::App* sub : app.get_subcommands()) target = sub;
+      std::cout << target->help();
+      return 0;
+    } catch (const CLI::CallForAllHelp&) {
+      std::cout << app.help("", CLI::AppFormatMode::All);
+      return 0;
+    } catch (const CLI::ParseError& failure) {
+      // CLI11's own exit codes (100-127) would collide with 126/127.
+      say("{} (see dlock --help)", failure.what());
+      return to_int(ExitCode::usage);
+    }
+    set_verbosity(context.global.quiet ? -1 : context.global.verbose);
+    if (show_version) return cli::print_version();
+    if (!context.action) {
+      std::cout << app.help();
+      return to_int(ExitCode::usage);
+    }
+    return context.action();
+  } catch (const Error& failure) {
+    say("{}", failure.what());
+    return to_int(failure.code());
+  } catch (const std::bad_alloc&) {
+    say("out of memory");
+    return to_int(ExitCode::internal);
+  } catch (const std::exception& failure) {
+    say("internal error: {}", failure.what());
+    return to_int(ExitCode::internal);
+  }
+}
+
+} // namespace dlock

@@ -1,0 +1,71 @@
+#pragma once
+
+#include "backend/backend.hpp"
+#include "core/config.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace dlock::cli {
+
+// Global options as given on the command line (before or after the
+// subcommand); resolved against environment and config file by settings().
+struct GlobalOptions {
+  std::optional<std::string> backend;
+  std::optional<std::string> lock_namespace;
+  std::optional<std::string> config;
+  std::optional<std::string> password_file;
+  std::optional<std::string> connect_timeout;
+  int verbose = 0;
+  bool quiet = false;
+};
+
+// The effective settings. Precedence: flag > environment > config file > default.
+struct Settings {
+  backend::BackendConfig backend;
+  ConfigFile config;
+  bool quiet = false;
+};
+
+struct Context {
+  GlobalOptions global;
+  std::function<int()> action; // set by the subcommand that was given
+  int argc = 0;
+  char** argv = nullptr;
+
+  Settings settings() const;
+};
+
+// Per-command options that fall back to the config file: ttl and wait.
+Millis resolve_ttl(const std::optional<std::string>& flag, const Settings& settings);
+std::optional<Millis> resolve_wait(const std::optional<std::string>& flag, const Settings& settings);
+int parse_exit_code(const std::optional<std::string>& text, int fallback, std::string_view option);
+
+// The backend for the settings, its module loaded on demand.
+std::unique_ptr<backend::Backend> open_backend(const Settings& settings);
+bool session_bound(const Settings& settings);
+
+// TOKEN from the argument, "-" (one line of stdin) or $DLOCK_TOKEN. The
+// argument's bytes in argv are overwritten so that `ps` does not show it
+// for longer than the start of the process.
+std::string resolve_token(Context& context, const std::optional<std::string>& argument);
+
+void setup_global(CLI::App& app, Context& context);
+void setup_run(CLI::App& app, Context& context);
+void setup_acquire(CLI::App& app, Context& context);
+void setup_renew(CLI::App& app, Context& context);
+void setup_release(CLI::App& app, Context& context);
+void setup_status(CLI::App& app, Context& context);
+void setup_list(CLI::App& app, Context& context);
+void setup_ping(CLI::App& app, Context& context);
+void setup_version(CLI::App& app, Context& context);
+
+int print_version();
+
+} // namespace dlock::cli

@@ -1,0 +1,42 @@
+#include "cli/context.hpp"
+#include "cli/format.hpp"
+#include "core/name.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+namespace {
+
+struct ListArguments {
+  std::string prefix;
+  bool json = false;
+};
+
+int run_list(const ListArguments& args, Context& context) {
+  if (!args.prefix.empty()) validate_name(args.prefix, "prefix");
+  auto backend = open_backend(context.settings());
+  std::vector<backend::LockStatus> locks = backend->list(args.prefix);
+  if (args.json) {
+    nlohmann::json doc = nlohmann::json::array();
+    for (const auto& lock : locks) doc.push_back(status_json(lock));
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    std::cout << list_table(locks);
+  }
+  return 0;
+}
+
+} // namespace
+
+void setup_list(CLI::App& app, Context& context) {
+  auto args = std::make_shared<ListArguments>();
+  CLI::App* sub = app.add_subcommand("list", "One row per held lock whose name starts with PREFIX");
+  sub->add_option("prefix", args->prefix, "Name prefix")->type_name("PREFIX");
+  sub->add_flag("--json", args->json, "A JSON array");
+  sub->callback([args, &context] { context.action = [args, &context] { return run_list(*args, context); }; });
+}
+
+} // namespace dlock::cli

@@ -1,0 +1,75 @@
+#include "cli/context.hpp"
+#include "cli/format.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/name.hpp"
+#include "runner/keeper.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+namespace {
+
+struct ReleaseArguments {
+  std::string name;
+  std::optional<std::string> token;
+  bool force = false;
+};
+
+int force_release(const std::string& name, const Settings& settings) {
+  auto backend = open_backend(settings);
+  std::optional<backend::LockStatus> broken = backend->force_release(name);
+  if (!broken) {
+    say("lock '{}' is not held", name);
+    return to_int(ExitCode::not_held);
+  }
+  std::string holder = "an unknown holder";
+  if (broken->holder) {
+    const HolderInfo& h = *broken->holder;
+    holder = fmt::format("pid {} on {}{}{}", h.pid, h.host, h.user.empty() ? "" : " as " + h.user,
+                         h.command.empty() ? "" : fmt::format(" ('{}')", h.command));
+    if (h.since.time_since_epoch().count()) holder += fmt::format(" since {}", format_utc(h.since));
+  }
+  std::cout << fmt::format("broke lock '{}' held by {}{}\n", name, holder,
+                           broken->fence ? fmt::format(", fence {}", *broken->fence) : "");
+  return 0;
+}
+
+int run_release(const ReleaseArguments& args, Context& context) {
+  validate_name(args.name);
+  if (args.force) {
+    if (args.token) throw UsageError("give either TOKEN or --force, not both");
+    return force_release(args.name, context.settings());
+  }
+  std::string token = resolve_token(context, args.token);
+  Settings settings = context.settings();
+  bool released = false;
+  if (runner::is_keeper_token(token) || session_bound(settings)) {
+    auto reply = runner::keeper_release(args.name, token, settings.backend.connect_timeout * 2 + Millis(1000));
+    released = reply.answer == runner::KeeperAnswer::done;
+  } else {
+    auto backend = open_backend(settings);
+    released = backend->release(backend::Lease{args.name, token, 0, {}, {}}) == backend::ReleaseOutcome::released;
+  }
+  if (!released) {
+    say("token no longer owns lock '{}'", args.name);
+    return to_int(ExitCode::not_held);
+  }
+  return 0;
+}
+
+} // namespace
+
+void setup_release(CLI::App& app, Context& context) {
+  auto args = std::make_shared<ReleaseArguments>();
+  CLI::App* sub = app.add_subcommand("release", "Release a lock taken with acquire (compare-and-delete), or break any holder's with --force");
+  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub->add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
+  sub->add_flag("--force", args->force, "Break the lock whoever holds it, and print who held it");
+  sub->callback([args, &context] { context.action = [args, &context] { return run_release(*args, context); }; });
+}
+
+} // namespace dlock::cli

@@ -1,0 +1,71 @@
+#include "cli/context.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/name.hpp"
+#include "runner/keeper.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+namespace {
+
+struct RenewArguments {
+  std::string name;
+  std::optional<std::string> token;
+  std::optional<std::string> ttl;
+  bool json = false;
+};
+
+int run_renew(const RenewArguments& args, Context& context) {
+  validate_name(args.name);
+  std::string token = resolve_token(context, args.token);
+  Settings settings = context.settings();
+  Millis ttl = resolve_ttl(args.ttl, settings);
+  Millis granted = ttl;
+  std::uint64_t fence = 0;
+  bool owned = false;
+  if (runner::is_keeper_token(token) || session_bound(settings)) {
+    runner::KeeperReply reply = runner::keeper_renew(args.name, token, ttl, settings.backend.connect_timeout * 2 + Millis(1000));
+    owned = reply.answer == runner::KeeperAnswer::done;
+    granted = reply.ttl;
+    fence = reply.fence;
+  } else {
+    auto backend = open_backend(settings);
+    backend::Lease lease{args.name, token, 0, ttl, {}};
+    backend::RenewResult result = backend->renew(lease, ttl);
+    if (result.outcome == backend::RenewOutcome::unknown)
+      throw UnavailableError(fmt::format("could not renew lock '{}': {}", args.name, result.reason));
+    owned = result.outcome == backend::RenewOutcome::renewed;
+    granted = result.ttl;
+  }
+  if (!owned) {
+    say("token no longer owns lock '{}'", args.name);
+    return to_int(ExitCode::not_held);
+  }
+  if (args.json) {
+    nlohmann::json doc = {{"name", args.name}, {"ttl_ms", granted.count()},
+                          {"expires_at", format_utc(std::chrono::system_clock::now() + granted)}};
+    if (fence) doc["fence"] = fence;
+    std::cout << doc.dump() << std::endl;
+  }
+  detail(1, "renewed '{}' for {}", args.name, format_duration(granted));
+  return 0;
+}
+
+} // namespace
+
+void setup_renew(CLI::App& app, Context& context) {
+  auto args = std::make_shared<RenewArguments>();
+  CLI::App* sub = app.add_subcommand("renew", "Extend the lease of a lock taken with acquire");
+  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub->add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
+  sub->add_option("-t,--ttl", args->ttl, "New lease length from now [default 30s]")->type_name("D");
+  sub->add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
+  sub->callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
+}
+
+} // namespace dlock::cli

@@ -1,0 +1,69 @@
+#include "cli/context.hpp"
+#include "core/error.hpp"
+#include "core/name.hpp"
+#include "runner/runner.hpp"
+
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+namespace dlock::cli {
+
+namespace {
+
+struct RunArguments {
+  std::string name;
+  std::vector<std::string> command;
+  std::optional<std::string> shell_command;
+  std::optional<std::string> ttl;
+  std::optional<std::string> wait;
+  std::optional<std::string> kill_after;
+  std::optional<std::string> max_runtime;
+  std::optional<std::string> conflict_exit_code;
+  std::optional<std::string> lost_exit_code;
+};
+
+int run_run(const RunArguments& args, Context& context) {
+  validate_name(args.name);
+  if (args.shell_command && !args.command.empty())
+    throw UsageError("give either -c 'SHELL COMMAND' or -- COMMAND [ARG...], not both");
+  if (!args.shell_command && args.command.empty())
+    throw UsageError("no command: dlock run NAME -- COMMAND [ARG...] or dlock run NAME -c 'SHELL COMMAND'");
+  Settings settings = context.settings();
+  runner::RunOptions options;
+  options.request.name = args.name;
+  options.request.ttl = resolve_ttl(args.ttl, settings);
+  options.wait = resolve_wait(args.wait, settings);
+  options.command = args.shell_command ? std::vector<std::string>{"/bin/sh", "-c", *args.shell_command} : args.command;
+  options.kill_after = args.kill_after ? parse_duration(*args.kill_after, "--kill-after") : Millis(5000);
+  if (args.max_runtime) {
+    options.max_runtime = parse_duration(*args.max_runtime, "--max-runtime");
+    if (options.max_runtime->count() <= 0) throw UsageError("--max-runtime must be greater than zero");
+  }
+  options.conflict_exit_code = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
+  options.lost_exit_code = parse_exit_code(args.lost_exit_code, 76, "--lost-exit-code");
+  options.quiet = settings.quiet;
+  options.public_backend_url = settings.backend.url.without_credentials();
+  options.request.holder = {host_name(), getpid(), user_name(), join_command(options.command),
+                            std::chrono::system_clock::now()};
+  auto backend = open_backend(settings);
+  return runner::run_locked(*backend, options);
+}
+
+} // namespace
+
+void setup_run(CLI::App& app, Context& context) {
+  auto args = std::make_shared<RunArguments>();
+  CLI::App* run = app.add_subcommand("run", "Run a command while holding the lock NAME");
+  run->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  run->add_option("command", args->command, "Command and arguments, after --")->type_name("COMMAND");
+  run->add_option("-c", args->shell_command, "Run SHELL COMMAND via /bin/sh -c")->type_name("'SHELL COMMAND'");
+  run->add_option("-t,--ttl", args->ttl, "Lease length; renewed every ttl/3 [default 30s]")->type_name("D");
+  run->add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
+  run->add_option("--kill-after", args->kill_after, "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]")->type_name("D");
+  run->add_option("--max-runtime", args->max_runtime, "Stop the job after D and exit 124")->type_name("D");
+  run->add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
+  run->add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")->type_name("N");
+  run->callback([args, &context] { context.action = [args, &context] { return run_run(*args, context); }; });
+}
+
+} // namespace dlock::cli

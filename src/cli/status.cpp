@@ -1,0 +1,37 @@
+#include "cli/context.hpp"
+#include "cli/format.hpp"
+#include "core/error.hpp"
+#include "core/name.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+namespace {
+
+struct StatusArguments {
+  std::string name;
+  bool json = false;
+};
+
+int run_status(const StatusArguments& args, Context& context) {
+  validate_name(args.name);
+  auto backend = open_backend(context.settings());
+  backend::LockStatus status = backend->status(args.name);
+  std::cout << (args.json ? status_json(status).dump(2) + "\n" : status_text(status));
+  return status.held ? 0 : to_int(ExitCode::not_held);
+}
+
+} // namespace
+
+void setup_status(CLI::App& app, Context& context) {
+  auto args = std::make_shared<StatusArguments>();
+  CLI::App* sub = app.add_subcommand("status", "Show who holds NAME; exit 0 if held, 3 if free");
+  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub->add_flag("--json", args->json, "One JSON document");
+  sub->callback([args, &context] { context.action = [args, &context] { return run_status(*args, context); }; });
+}
+
+} // namespace dlock::cli

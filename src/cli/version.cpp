@@ -1,0 +1,27 @@
+#include "backend/registry.hpp"
+#include "cli/context.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace dlock::cli {
+
+int print_version() {
+  std::cout << fmt::format("dlock {}\nbackends:\n", DLOCK_VERSION);
+  for (const auto& info : backend::known_backends()) {
+    std::string where;
+    bool available = backend::backend_available(info, &where);
+    std::cout << fmt::format("  {:<16} {:<50} {}\n", fmt::format("{}:", fmt::join(info.schemes, ": ")), info.summary,
+                             available ? where : "not available: " + where);
+  }
+  return 0;
+}
+
+void setup_version(CLI::App& app, Context& context) {
+  CLI::App* sub = app.add_subcommand("version", "Print the version and the backends this installation has");
+  sub->callback([&context] { context.action = [] { return print_version(); }; });
+}
+
+} // namespace dlock::cli

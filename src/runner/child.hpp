@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace dlock::runner {
+
+struct ChildSpec {
+  std::vector<std::string> argv;
+  // "KEY=VALUE" entries that replace or extend the inherited environment.
+  std::vector<std::string> environment;
+  // Variables removed from the child's environment (secrets such as DLOCK_PASSWORD).
+  std::vector<std::string> unset;
+  // Hand the terminal's foreground to the child's process group when dlock
+  // owns it, so that interactive jobs can read the terminal.
+  bool take_terminal = true;
+};
+
+// Starts the child in its own process group with PR_SET_PDEATHSIG (SIGKILL),
+// default signal dispositions and an empty signal mask. Must be called from
+// the thread that outlives the child: the death signal fires when the
+// *thread* that forked exits. Throws dlock::Error with exit code 127 (not
+// found) or 126 (cannot execute) if the command cannot be executed.
+pid_t spawn_child(const ChildSpec& spec);
+
+// Gives the terminal back to dlock's own process group if spawn_child took it.
+void restore_terminal();
+
+// Every live descendant of this process (children, grandchildren, ...),
+// found through /proc; zombies are left out, they are already gone.
+std::vector<pid_t> live_descendants();
+
+// Sends `signo` to the process group and to every live descendant (those
+// that left the group included). Returns how many processes were signalled.
+std::size_t signal_tree(pid_t process_group, int signo);
+
+// "exited 3" / "killed by signal 9" → the exit status dlock passes on:
+// the child's code, or 128+N when killed by signal N.
+int exit_status_of(int wait_status);
+
+} // namespace dlock::runner

@@ -1,0 +1,81 @@
+#include "runner/heartbeat.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <cerrno>
+#include <random>
+#include <unistd.h>
+
+namespace dlock::runner {
+
+Heartbeat::Heartbeat(backend::Backend& backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
+    : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd) {
+  m_state.confirmed_at = m_lease.confirmed_at;
+  m_state.ttl = m_lease.ttl;
+}
+
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::start() { m_thread = std::thread([this] { loop(); }); }
+
+void Heartbeat::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    m_stopping = true;
+  }
+  m_wake.notify_all();
+  if (m_thread.joinable()) m_thread.join();
+}
+
+Heartbeat::State Heartbeat::snapshot() const {
+  std::lock_guard lock(m_mutex);
+  return m_state;
+}
+
+void Heartbeat::loop() {
+  std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::unique_lock lock(m_mutex);
+  auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
+  for (;;) {
+    if (m_wake.wait_until(lock, next, [this] { return m_stopping; })) return;
+    lock.unlock();
+    backend::RenewResult result;
+    try {
+      result = m_backend.renew(m_lease, m_requested_ttl);
+    } catch (const std::exception& failure) {
+      result.outcome = backend::RenewOutcome::unknown;
+      result.reason = failure.what();
+    }
+    lock.lock();
+    switch (result.outcome) {
+    case backend::RenewOutcome::renewed:
+      m_state.confirmed_at = result.sent_at;
+      m_state.ttl = result.ttl;
+      m_state.failures_in_row = 0;
+      ++m_state.renewals;
+      next = result.sent_at + renew_interval(result.ttl);
+      detail(2, "renewed '{}': lease {} from now", m_lease.name, format_duration(result.ttl));
+      break;
+    case backend::RenewOutcome::lost:
+      m_state.lost = true;
+      m_state.reason = result.reason;
+      break;
+    case backend::RenewOutcome::unknown:
+      ++m_state.failures_in_row;
+      m_state.reason = result.reason;
+      next = SteadyClock::now() + retry_interval(m_state.ttl, unit(jitter));
+      detail(1, "renewal of '{}' unconfirmed ({}); retrying", m_lease.name, result.reason);
+      break;
+    }
+    if (m_wake_fd >= 0) {
+      char byte = 1;
+      while (::write(m_wake_fd, &byte, 1) < 0 && errno == EINTR) {
+      }
+    }
+    if (m_state.lost) return;
+  }
+}
+
+} // namespace dlock::runner

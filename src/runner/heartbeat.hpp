@@ -1,0 +1,55 @@
+#pragma once
+
+#include "backend/backend.hpp"
+#include "runner/timeline.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace dlock::runner {
+
+// Renews the lease every T/3 on its own thread, and quickly again after a
+// renewal nobody confirmed. It only reports; the thread that owns the child
+// enforces the deadlines from snapshot(), so a renewal that hangs cannot
+// delay the stop of the child.
+class Heartbeat {
+public:
+  struct State {
+    SteadyClock::time_point confirmed_at; // t0
+    Millis ttl{};                         // T
+    bool lost = false;                    // the backend refused a renewal
+    std::string reason;                   // why lost, or the last failure
+    int renewals = 0;
+    int failures_in_row = 0;
+  };
+
+  // `wake_fd` (may be -1) gets a byte after every renewal attempt so that a
+  // poll() loop re-reads the state.
+  Heartbeat(backend::Backend& backend, backend::Lease lease, Millis requested_ttl, int wake_fd);
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  void start();
+  // Stops and joins. Waits for a renewal in flight (bounded by the
+  // backend's round-trip timeout). The backend is free for the caller after.
+  void stop();
+  State snapshot() const;
+
+private:
+  void loop();
+
+  backend::Backend& m_backend;
+  backend::Lease m_lease;
+  Millis m_requested_ttl;
+  int m_wake_fd;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_stopping = false;
+  State m_state;
+  std::thread m_thread;
+};
+
+} // namespace dlock::runner

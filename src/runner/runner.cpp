@@ -1,0 +1,245 @@
+#include "runner/runner.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/unique_fd.hpp"
+#include "runner/child.hpp"
+#include "runner/heartbeat.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace dlock::runner {
+
+namespace {
+
+using std::chrono::duration_cast;
+
+enum class StopReason { none, lost, lease_deadline, max_runtime };
+
+void drain(int fd) {
+  char buffer[64];
+  while (read(fd, buffer, sizeof buffer) > 0) {
+  }
+}
+
+int poll_timeout(SteadyClock::time_point now, SteadyClock::time_point wake) {
+  if (wake == SteadyClock::time_point::max()) return -1;
+  if (wake <= now) return 0;
+  auto ms = duration_cast<std::chrono::milliseconds>(wake - now + std::chrono::microseconds(999)).count();
+  return static_cast<int>(std::min<long long>(ms, 60'000));
+}
+
+class Supervisor {
+public:
+  Supervisor(backend::Backend& backend, const RunOptions& options, const backend::Lease& lease, RunObserver* observer)
+      : m_backend(backend), m_options(options), m_lease(lease), m_observer(observer) {}
+
+  int run() {
+    backend::Lease lease = m_lease;
+    std::vector<std::string> environment = {
+        "DLOCK_NAME=" + lease.name, fmt::format("DLOCK_FENCE={}", lease.fence), "DLOCK_TOKEN=" + lease.token,
+        "DLOCK_BACKEND=" + m_options.public_backend_url};
+    ChildSpec spec{m_options.command, environment, {"DLOCK_PASSWORD"}, true};
+    try {
+      m_child = spawn_child(spec);
+    } catch (const Error&) {
+      m_backend.release(lease);
+      throw;
+    }
+    m_started = SteadyClock::now();
+    if (m_observer) m_observer->on_child_started(m_child);
+    Signals::clear_stop();
+
+    int wake[2];
+    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+    UniqueFd wake_read(wake[0]), wake_write(wake[1]);
+    Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake_write.get());
+    heartbeat.start();
+    supervise(heartbeat, wake_read.get());
+    heartbeat.stop();
+    restore_terminal();
+    return finish(heartbeat.snapshot(), lease);
+  }
+
+private:
+  void send(int signo) {
+    signal_tree(m_child, signo);
+    if (m_observer) m_observer->on_signal_sent(signo, SteadyClock::now());
+  }
+
+  // Reaps every child that ended; true once no descendant is left.
+  bool reap() {
+    for (;;) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        if (pid == m_child) m_child_status = status;
+        continue;
+      }
+      if (pid < 0 && errno == EINTR) continue;
+      return pid < 0 && errno == ECHILD;
+    }
+  }
+
+  void supervise(Heartbeat& heartbeat, int wake_fd) {
+    const Millis kill_after = m_options.kill_after;
+    auto max_at = m_options.max_runtime ? m_started + *m_options.max_runtime : SteadyClock::time_point::max();
+    auto stop_kill_at = SteadyClock::time_point::max();
+    auto last_kill = SteadyClock::time_point::min();
+    while (!reap()) {
+      auto now = SteadyClock::now();
+      Heartbeat::State state = heartbeat.snapshot();
+      Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
+      if (m_stop == StopReason::none) {
+        if (state.lost) {
+          begin_stop(StopReason::lost, state.reason, std::min(now + deadlines.kill_after, deadlines.kill_at), stop_kill_at);
+        } else if (now >= deadlines.term_at) {
+          begin_stop(StopReason::lease_deadline, state.reason, deadlines.kill_at, stop_kill_at);
+        } else if (now >= max_at) {
+          begin_stop(StopReason::max_runtime, "", now + kill_after, stop_kill_at);
+        }
+      }
+      // Whatever else happens, nothing of the job may run past the point
+      // where the lease could lapse.
+      auto kill_at = std::min(stop_kill_at, deadlines.kill_at);
+      if (now >= kill_at) {
+        if (m_stop == StopReason::none) m_stop = StopReason::lease_deadline;
+        if (now - last_kill >= Millis(20)) {
+          send(SIGKILL);
+          last_kill = now;
+        }
+      }
+      auto next_wake = kill_at <= now ? last_kill + Millis(20) : kill_at;
+      if (m_stop == StopReason::none) next_wake = std::min({next_wake, deadlines.term_at, max_at});
+      pollfd fds[2] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      int ready = poll(fds, 2, poll_timeout(now, next_wake));
+      if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("poll failed", errno));
+      drain(wake_fd);
+      for (int signo : Signals::drain()) {
+        if (signo == SIGCHLD) continue;
+        detail(1, "forwarding signal {} to the job", signo);
+        send(signo);
+      }
+    }
+  }
+
+  void begin_stop(StopReason reason, const std::string& why, SteadyClock::time_point kill_by,
+                  SteadyClock::time_point& stop_kill_at) {
+    m_stop = reason;
+    m_stop_reason = why;
+    stop_kill_at = kill_by;
+    send(SIGTERM);
+  }
+
+  int finish(const Heartbeat::State& state, const backend::Lease& lease) {
+    const std::string& name = lease.name;
+    if (m_stop != StopReason::lost) {
+      try {
+        if (m_backend.release(lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
+          say("warning: lock '{}' was no longer held by this run when it was released", name);
+      } catch (const std::exception& failure) {
+        say("warning: could not release lock '{}': {}; it ends when its lease runs out", name, failure.what());
+      }
+    }
+    auto held_for = duration_cast<Millis>(SteadyClock::now() - m_started);
+    detail(1, "released '{}' after {} ({} renewals)", name, format_duration(held_for), state.renewals);
+    switch (m_stop) {
+    case StopReason::lost:
+      say("lost lock '{}': {}; the job was stopped", name, m_stop_reason.empty() ? "the backend refused the renewal" : m_stop_reason);
+      return m_options.lost_exit_code;
+    case StopReason::lease_deadline:
+      say("lock '{}' could not be renewed before its lease could lapse{}; the job was stopped", name,
+          m_stop_reason.empty() ? "" : " (" + m_stop_reason + ")");
+      return m_options.lost_exit_code;
+    case StopReason::max_runtime:
+      say("job under lock '{}' ran past --max-runtime {}; it was stopped", name, format_duration(*m_options.max_runtime));
+      return to_int(ExitCode::max_runtime);
+    case StopReason::none:
+      break;
+    }
+    return m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal);
+  }
+
+  backend::Backend& m_backend;
+  const RunOptions& m_options;
+  backend::Lease m_lease;
+  RunObserver* m_observer;
+  pid_t m_child = -1;
+  std::optional<int> m_child_status;
+  SteadyClock::time_point m_started;
+  StopReason m_stop = StopReason::none;
+  std::string m_stop_reason;
+};
+
+} // namespace
+
+std::string describe_holder(backend::Backend& backend, const std::string& name) {
+  try {
+    backend::LockStatus status = backend.status(name);
+    if (!status.holder) return {};
+    const auto& h = *status.holder;
+    std::string text = fmt::format(" (held by pid {} on {}", h.pid, h.host);
+    if (!h.user.empty()) text += fmt::format(" as {}", h.user);
+    if (!h.command.empty()) text += fmt::format(", '{}'", h.command);
+    return text + ")";
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait,
+                        int conflict_exit_code, bool quiet) {
+  Signals::install();
+  auto started = SteadyClock::now();
+  backend::AcquireResult result;
+  if (wait && wait->count() == 0) {
+    result = backend.try_acquire(request);
+  } else {
+    std::optional<SteadyClock::time_point> deadline;
+    if (wait) deadline = started + *wait;
+    result = backend.acquire(request, deadline, Signals::interrupt());
+  }
+  if (result.outcome == backend::AcquireOutcome::acquired && Signals::interrupt().requested()) {
+    // A stop signal raced with the grant: honour the signal, leave nothing behind.
+    backend.release(*result.lease);
+    result = {backend::AcquireOutcome::interrupted, std::nullopt, Signals::interrupt().requested()};
+  }
+  switch (result.outcome) {
+  case backend::AcquireOutcome::acquired:
+    detail(1, "acquired '{}' (fence {}) in {:.1f} ms", request.name, result.lease->fence,
+           std::chrono::duration<double, std::milli>(SteadyClock::now() - started).count());
+    return {result.lease, 0};
+  case backend::AcquireOutcome::busy:
+    if (!quiet)
+      say("lock '{}' is busy{}{}", request.name, describe_holder(backend, request.name),
+          wait && wait->count() > 0 ? fmt::format("; gave up after {}", format_duration(*wait)) : "");
+    return {std::nullopt, conflict_exit_code};
+  case backend::AcquireOutcome::interrupted:
+    detail(1, "wait for '{}' interrupted by signal {}", request.name, result.signal);
+    return {std::nullopt, 128 + result.signal};
+  }
+  return {std::nullopt, to_int(ExitCode::internal)};
+}
+
+int run_locked(backend::Backend& backend, const RunOptions& options, RunObserver* observer) {
+  Signals::install();
+  // Orphaned descendants (a job that daemonized a helper) are re-parented
+  // to us, so they can be stopped on lock loss and waited for.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  Acquisition taken = acquire_for(backend, options.request, options.wait, options.conflict_exit_code, options.quiet);
+  if (!taken.lease) return taken.exit_status;
+  if (observer) observer->on_acquired(*taken.lease);
+  Supervisor supervisor(backend, options, *taken.lease, observer);
+  return supervisor.run();
+}
+
+} // namespace dlock::runner

@@ -1,0 +1,51 @@
+#pragma once
+
+#include "backend/backend.hpp"
+#include "runner/timeline.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::runner {
+
+struct RunOptions {
+  backend::LockRequest request;
+  std::optional<Millis> wait = Millis(0); // nullopt: wait forever
+  std::vector<std::string> command;
+  Millis kill_after{5000};
+  std::optional<Millis> max_runtime;
+  int conflict_exit_code = 75;
+  int lost_exit_code = 76;
+  bool quiet = false;
+  std::string public_backend_url; // DLOCK_BACKEND for the child: no credentials
+};
+
+// Lets tests see what the runner did and when.
+class RunObserver {
+public:
+  virtual ~RunObserver() = default;
+  virtual void on_acquired(const backend::Lease&) {}
+  virtual void on_child_started(pid_t) {}
+  virtual void on_signal_sent(int /*signo*/, SteadyClock::time_point) {}
+};
+
+// `dlock run`: takes the lock, runs the command while a heartbeat renews the
+// lease, enforces the safety timeline, forwards signals, waits until every
+// descendant is gone, releases with compare-and-delete, and returns the exit
+// status for dlock (the child's, 128+N, conflict, lost or 124).
+int run_locked(backend::Backend& backend, const RunOptions& options, RunObserver* observer = nullptr);
+
+// " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.
+std::string describe_holder(backend::Backend& backend, const std::string& name);
+
+// Takes the lock per options.wait, printing the busy message unless quiet.
+// Returns the lease, or the exit status to end with (busy / interrupted).
+struct Acquisition {
+  std::optional<backend::Lease> lease;
+  int exit_status = 0;
+};
+Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait,
+                        int conflict_exit_code, bool quiet);
+
+} // namespace dlock::runner

@@ -1,0 +1,39 @@
+#pragma once
+
+#include "core/duration.hpp"
+
+#include <chrono>
+
+namespace dlock::runner {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The lock-loss safety timeline of spec.md. With t0 the send time of the
+// last renewal the backend confirmed and T the lease it granted, nobody else
+// can get the lock before t0 + T. Allowing 1% clock drift and a fixed
+// margin for signal delivery and scheduling, the child's process group must
+// be gone by
+//     kill_at = t0 + 0.99*T - margin          (SIGKILL)
+//     term_at = kill_at - K                    (SIGTERM)
+// K is --kill-after, capped so that SIGTERM never comes before t0 + T/2:
+// the renewal due at t0 + T/3 and a few quick retries get their chance first.
+struct Deadlines {
+  SteadyClock::time_point term_at;
+  SteadyClock::time_point kill_at;
+  Millis kill_after; // K as applied
+};
+
+inline constexpr double k_drift = 0.01;
+
+// min(100 ms, T/20): covers SIGKILL delivery and reaping.
+Millis safety_margin(Millis ttl);
+Millis effective_kill_after(Millis ttl, Millis kill_after);
+Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_after);
+
+// Renew every T/3.
+Millis renew_interval(Millis ttl);
+// After an unconfirmed renewal: retry soon (T/15, between 20 ms and 1 s),
+// with up to 20% jitter so that many clients do not retry in step.
+Millis retry_interval(Millis ttl, double jitter01);
+
+} // namespace dlock::runner
