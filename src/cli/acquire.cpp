@@ -52,7 +52,7 @@ int run_acquire(const AcquireArguments& args, Context& context) {
   }
   if (args.json) {
     auto expires = std::chrono::system_clock::now() + lease->ttl;
-    nlohmann::json doc = {{"name", lease->name},   {"token", lease->token},
+    nlohmann::ordered_json doc = {{"name", lease->name},   {"token", lease->token},
                           {"fence", lease->fence}, {"ttl_ms", lease->ttl.count()},
                           {"expires_at", format_utc(expires)}};
     std::cout << doc.dump() << std::endl;

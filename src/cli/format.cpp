@@ -6,7 +6,7 @@
 
 namespace dlock::cli {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string age(std::chrono::system_clock::time_point since) {
   auto elapsed = std::chrono::duration_cast<Millis>(std::chrono::system_clock::now() - since);

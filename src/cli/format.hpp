@@ -12,7 +12,7 @@ namespace dlock::cli {
 // The stable JSON shape of one lock, shared by status --json and list --json:
 // name, held, holder {host, pid, user, command, since}, fence, ttl_left_ms,
 // waiters, detail; null where the backend does not know.
-nlohmann::json status_json(const backend::LockStatus& status);
+nlohmann::ordered_json status_json(const backend::LockStatus& status);
 
 // "lock: x\nstate: held\n..." for people.
 std::string status_text(const backend::LockStatus& status);

@@ -20,7 +20,7 @@ int run_list(const ListArguments& args, Context& context) {
   auto backend = open_backend(context.settings());
   std::vector<backend::LockStatus> locks = backend->list(args.prefix);
   if (args.json) {
-    nlohmann::json doc = nlohmann::json::array();
+    nlohmann::ordered_json doc = nlohmann::ordered_json::array();
     for (const auto& lock : locks) doc.push_back(status_json(lock));
     std::cout << doc.dump(2) << "\n";
   } else {

@@ -22,12 +22,12 @@ int run_ping(const PingArguments& args, Context& context) {
   bool healthy = result.quorum.value_or(!result.nodes.empty());
   for (const auto& node : result.nodes) healthy = healthy && (result.quorum.has_value() || node.reachable);
   if (args.json) {
-    nlohmann::json doc;
+    nlohmann::ordered_json doc;
     doc["backend"] = settings.backend.url.redacted();
     doc["ok"] = healthy;
-    doc["quorum"] = result.quorum ? nlohmann::json(*result.quorum) : nlohmann::json(nullptr);
+    doc["quorum"] = result.quorum ? nlohmann::ordered_json(*result.quorum) : nlohmann::ordered_json(nullptr);
     doc["detail"] = result.detail;
-    doc["nodes"] = nlohmann::json::array();
+    doc["nodes"] = nlohmann::ordered_json::array();
     for (const auto& node : result.nodes)
       doc["nodes"].push_back({{"address", node.address}, {"reachable", node.reachable}, {"version", node.version},
                               {"rtt_ms", std::chrono::duration<double, std::milli>(node.round_trip).count()},

@@ -47,7 +47,7 @@ int run_renew(const RenewArguments& args, Context& context) {
     return to_int(ExitCode::not_held);
   }
   if (args.json) {
-    nlohmann::json doc = {{"name", args.name}, {"ttl_ms", granted.count()},
+    nlohmann::ordered_json doc = {{"name", args.name}, {"ttl_ms", granted.count()},
                           {"expires_at", format_utc(std::chrono::system_clock::now() + granted)}};
     if (fence) doc["fence"] = fence;
     std::cout << doc.dump() << std::endl;

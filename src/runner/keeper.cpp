@@ -197,6 +197,8 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
   if (null_fd > 2) close(null_fd);
   [[maybe_unused]] int ignored = chdir("/");
   try {
+    backend::LockRequest held_request = request;
+    held_request.holder.pid = getpid(); // the keeper is the process the kernel or server sees
     auto backend = backend::create_backend(config);
     std::string id = random_hex(k_id_hex / 2);
     std::string token = id + "-" + random_hex(k_secret_hex / 2);
@@ -208,11 +210,11 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
 
     backend::AcquireResult result;
     if (wait && wait->count() == 0) {
-      result = backend->try_acquire(request);
+      result = backend->try_acquire(held_request);
     } else {
       std::optional<SteadyClock::time_point> deadline;
       if (wait) deadline = SteadyClock::now() + *wait;
-      result = backend->acquire(request, deadline, Signals::interrupt());
+      result = backend->acquire(held_request, deadline, Signals::interrupt());
     }
     if (result.outcome == backend::AcquireOutcome::busy) {
       report(result_fd, {{"outcome", "busy"}, {"holder", describe_holder(*backend, request.name)}});

@@ -94,7 +94,7 @@ private:
     const Millis kill_after = m_options.kill_after;
     auto max_at = m_options.max_runtime ? m_started + *m_options.max_runtime : SteadyClock::time_point::max();
     auto stop_kill_at = SteadyClock::time_point::max();
-    auto last_kill = SteadyClock::time_point::min();
+    auto last_kill = SteadyClock::time_point{};
     while (!reap()) {
       auto now = SteadyClock::now();
       Heartbeat::State state = heartbeat.snapshot();

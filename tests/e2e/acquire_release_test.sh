@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# acquire / renew / release across processes, TTL expiry, --wait, --force.
+SCENARIO="acquire, renew and release"
+. "$(dirname "$0")/lib.sh"
+
+keeper_of() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'd["holder"]["pid"]'; }
+
+# token=$(dlock acquire ...) must return: nothing left running may keep the
+# substitution's pipe open. Run it in the background with a deadline.
+(
+  t=$("${DL[@]}" acquire a --ttl 5s 2>&1 </dev/null)
+  echo $? >"$tmpdir/acq.rc"
+  printf '%s' "$t" >"$tmpdir/acq.token"
+) &
+track $!
+wait_until -t 5 test -e "$tmpdir/acq.rc" ||
+  fail "t=\$(dlock acquire a) did not return within 5s: something keeps its stdout/stderr open"
+[ "$(cat "$tmpdir/acq.rc")" = 0 ] || fail "acquire a exited $(cat "$tmpdir/acq.rc"): $(cat "$tmpdir/acq.token")"
+t=$(cat "$tmpdir/acq.token")
+[[ $t =~ ^[^[:space:]]+$ ]] || fail "acquire printed '$t', expected a token only"
+keeper=$(keeper_of a)
+[ -n "$keeper" ] && track "$keeper"
+
+capture "${DL[@]}" run a -- true
+[ "$rc" = 75 ] || fail "run on a lock taken by acquire exited $rc, expected 75"
+
+capture "${DL[@]}" release a wrongtoken
+[ "$rc" = 3 ] || fail "release with a wrong token exited $rc, expected 3"
+assert_one_line_message "release with a wrong token" "$err"
+forged=${t%%-*}-00000000000000000000000000000000
+[ "$forged" != "$t" ] || forged=${t%%-*}-11111111111111111111111111111111
+capture "${DL[@]}" release a "$forged"
+[ "$rc" = 3 ] || fail "release with the right keeper id but a wrong secret exited $rc, expected 3"
+capture "${DL[@]}" renew a wrongtoken --ttl 5s
+[ "$rc" = 3 ] || fail "renew with a wrong token exited $rc, expected 3"
+is_held a || fail "lock a is no longer held after a release with a wrong token"
+
+capture "${DL[@]}" renew a "$t" --ttl 5s
+[ "$rc" = 0 ] || fail "renew a TOKEN exited $rc, expected 0; stderr: $err"
+is_held a || fail "lock a not held after renew"
+
+capture "${DL[@]}" release a "$t"
+[ "$rc" = 0 ] || fail "release a TOKEN exited $rc, expected 0; stderr: $err"
+capture "${DL[@]}" run a -- true
+[ "$rc" = 0 ] || fail "run right after release exited $rc, expected 0; stderr: $err"
+[ -z "$keeper" ] || wait_until -t 2 is_gone "$keeper" || fail "the keeper $keeper outlived the release"
+capture "${DL[@]}" release a "$t"
+[ "$rc" = 3 ] || fail "a second release with the same token exited $rc, expected 3"
+capture "${DL[@]}" renew a "$t"
+[ "$rc" = 3 ] || fail "renew after release exited $rc, expected 3"
+
+# acquire --json.
+capture "${DL[@]}" acquire j --ttl 5s --json
+[ "$rc" = 0 ] || fail "acquire --json exited $rc; stderr: $err"
+printf '%s' "$out" >"$tmpdir/acq.json"
+python3 - "$tmpdir/acq.json" <<'PY' || fail "acquire --json is wrong: $out"
+import json, sys, re
+d = json.load(open(sys.argv[1]))
+assert set(d) >= {"name", "token", "fence", "ttl_ms", "expires_at"}, d
+assert d["name"] == "j", d
+assert isinstance(d["token"], str) and d["token"], d
+assert isinstance(d["fence"], int) and d["fence"] > 0, d
+assert d["ttl_ms"] == 5000, d
+assert isinstance(d["expires_at"], str) and re.match(r"\d{4}-\d\d-\d\dT", d["expires_at"]), d
+PY
+jt=$(printf '%s' "$out" | json 'd["token"]')
+jfence=$(printf '%s' "$out" | json 'd["fence"]')
+[ "$("${DL[@]}" status j --json | json 'd["fence"]')" = "$jfence" ] || fail "status j shows another fence than acquire --json printed"
+# TOKEN on stdin.
+printf '%s\n' "$jt" | "${DL[@]}" release j - 2>"$tmpdir/err"
+rc=$?
+[ "$rc" = 0 ] || fail "release j - (token on stdin) exited $rc; stderr: $(cat "$tmpdir/err")"
+is_free j || fail "lock j still held after release via stdin"
+
+# TOKEN via DLOCK_TOKEN, for renew and release.
+t=$("${DL[@]}" acquire e --ttl 5s) || fail "acquire e failed"
+capture env DLOCK_TOKEN="$t" "${DL[@]}" renew e --ttl 5s
+[ "$rc" = 0 ] || fail "renew with DLOCK_TOKEN exited $rc; stderr: $err"
+capture env DLOCK_TOKEN="$t" "${DL[@]}" release e
+[ "$rc" = 0 ] || fail "release with DLOCK_TOKEN exited $rc; stderr: $err"
+is_free e || fail "lock e still held after release via DLOCK_TOKEN"
+
+# A lease never renewed ends by itself after --ttl.
+t=$("${DL[@]}" acquire short --ttl 1s) || fail "acquire short --ttl 1s failed"
+started=$(now_ms)
+keeper=$(keeper_of short)
+[ -n "$keeper" ] && track "$keeper"
+is_held short || fail "lock short not held right after acquire"
+wait_until -t 3 is_free short || fail "a lock acquired with --ttl 1s and never renewed is still held after 3s"
+elapsed=$(($(now_ms) - started))
+[ "$elapsed" -le 1600 ] || fail "the --ttl 1s lease took ${elapsed} ms to end"
+[ "$elapsed" -ge 700 ] || fail "the --ttl 1s lease ended after only ${elapsed} ms"
+[ -z "$keeper" ] || wait_until -t 1 is_gone "$keeper" || fail "the keeper $keeper outlived the lease"
+capture "${DL[@]}" release short "$t"
+[ "$rc" = 3 ] || fail "release after the lease ran out exited $rc, expected 3"
+
+# A renewed lease outlives its first ttl.
+t=$("${DL[@]}" acquire renewed --ttl 1s) || fail "acquire renewed --ttl 1s failed"
+for i in 1 2 3; do
+  sleep 0.5 # the time between renewals is what is tested here
+  "${DL[@]}" renew renewed "$t" --ttl 1s || fail "renew $i of lock 'renewed' failed"
+done
+is_held renewed || fail "a lock renewed every 0.5s with --ttl 1s was lost after 1.5s"
+"${DL[@]}" release renewed "$t" || fail "release of lock 'renewed' failed"
+
+# acquire --wait while a run holds the lock: waits, then gets it.
+start_holder h b
+"${DL[@]}" acquire b --wait 5s --ttl 5s </dev/null >"$tmpdir/b.token" 2>"$tmpdir/b.err" &
+acq=$!
+track "$acq"
+wait_until has_waiter b || fail "acquire --wait never showed up as a waiter; stderr: $(cat "$tmpdir/b.err")"
+is_alive "$acq" || fail "acquire --wait returned while the lock was held"
+release_holder h
+wait_exit "$HOLDER_PID"
+wait_exit "$acq" 5
+[ "$rc" = 0 ] || fail "acquire b --wait 5s exited $rc after the holder ended; stderr: $(cat "$tmpdir/b.err")"
+bt=$(cat "$tmpdir/b.token")
+[ -n "$bt" ] || fail "acquire b --wait printed no token"
+holder=$(keeper_of b)
+[ -n "$holder" ] && [ "$holder" != "$HOLDER_PID" ] || fail "after the hand-over, status b names holder '$holder'"
+track "$holder"
+"${DL[@]}" release b "$bt" || fail "release b failed"
+
+# acquire on a held lock without --wait: 75.
+start_holder h c
+capture "${DL[@]}" acquire c
+[ "$rc" = 75 ] || fail "acquire on a held lock exited $rc, expected 75"
+[ -z "$out" ] || fail "acquire on a held lock printed on stdout: $out"
+release_holder h
+wait_exit "$HOLDER_PID"
+
+# release --force on a run's lock: prints who held it; the run notices at its
+# next renewal, stops its child and exits 76.
+start_holder h x --ttl 1s
+capture "${DL[@]}" release x --force
+[ "$rc" = 0 ] || fail "release x --force exited $rc, expected 0; stderr: $err"
+case $out in *"$HOLDER_PID"*) ;; *) fail "release --force does not say who held the lock (pid $HOLDER_PID): $out" ;; esac
+capture "${DL[@]}" run x -- true
+[ "$rc" = 0 ] || fail "run x right after release --force exited $rc, expected 0; stderr: $err"
+wait_exit "$HOLDER_PID" 3
+[ "$rc" = 76 ] || fail "the run whose lock was broken exited $rc, expected 76; stderr: $(cat "$tmpdir/h.err")"
+wait_until -t 1 is_gone "$CHILD_PID" || fail "the child of the run whose lock was broken is still alive"
+assert_one_line_message "lost lock" "$(cat "$tmpdir/h.err")"
+case $(cat "$tmpdir/h.err") in *x*) ;; *) fail "the lost-lock message does not name the lock" ;; esac
+
+# release --force on a lock taken by acquire: the keeper goes away.
+t=$("${DL[@]}" acquire y --ttl 2s) || fail "acquire y failed"
+keeper=$(keeper_of y)
+[ -n "$keeper" ] && track "$keeper"
+capture "${DL[@]}" release y --force
+[ "$rc" = 0 ] || fail "release y --force exited $rc"
+capture "${DL[@]}" renew y "$t" --ttl 2s
+[ "$rc" = 3 ] || fail "renew after release --force exited $rc, expected 3"
+
+# release --force on a free lock: 3.
+capture "${DL[@]}" release free.lock --force
+[ "$rc" = 3 ] || fail "release --force on a free lock exited $rc, expected 3"
+assert_one_line_message "release --force on a free lock" "$err"
+pass

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The child inherits stdin/stdout/stderr and nothing else of dlock's: no lock
+# file, no socket, no pipe.
+SCENARIO="no descriptor leak"
+. "$(dirname "$0")/lib.sh"
+
+# fds_of PID: "fd -> target" lines of a process, sorted by fd.
+fds_of() {
+  local f
+  for f in /proc/"$1"/fd/*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    printf '%s -> %s\n' "${f##*/}" "$(readlink "$f")"
+  done | sort -n
+}
+
+# park ID CMD...: runs CMD (which must write its pid to ID.pid and exec
+# sleep) with stdin, stdout and stderr only (any other descriptor this test
+# inherited is closed first); sets PARKED to the pid.
+park() {
+  local id=$1 fd
+  shift
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    "$@" # not exec: this subshell stays, so killing CMD gives no job notice
+    exit $?
+  ) </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  track $!
+  wait_until test -s "$tmpdir/$id.pid" || fail "$id did not start; stderr: $(cat "$tmpdir/$id.err")"
+  PARKED=$(cat "$tmpdir/$id.pid")
+  track "$PARKED"
+  wait_until grep -qx sleep "/proc/$PARKED/comm" || fail "$id never became 'sleep'"
+}
+
+script='echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000'
+
+# Baseline: what a child gets from this test without dlock in between.
+park base sh -c "$script" sh "$tmpdir/base.pid"
+base_pid=$PARKED
+baseline=$(fds_of "$base_pid" | cut -d' ' -f1 | tr '\n' ' ')
+kill -KILL "$base_pid"
+
+park child "${DL[@]}" run l -- sh -c "$script" sh "$tmpdir/child.pid"
+child=$PARKED
+listing=$(fds_of "$child")
+fds=$(printf '%s\n' "$listing" | cut -d' ' -f1 | tr '\n' ' ')
+[ "$fds" = "$baseline" ] || fail "the child has descriptors '$fds', expected '$baseline' (as without dlock): $listing"
+[ "$baseline" = "0 1 2 " ] || fail "test set-up: the baseline child has descriptors $baseline"
+case $listing in
+*socket:* | *.lock* | *pipe:* | *"$LOCKDIR"*) fail "the child inherited a lock file, socket or pipe: $listing" ;;
+esac
+
+# The same via -c.
+park child2 "${DL[@]}" run l2 -c "echo \$\$ >'$tmpdir/child2.pid.tmp'; mv '$tmpdir/child2.pid.tmp' '$tmpdir/child2.pid'; exec sleep 1000"
+child2=$PARKED
+fds2=$(fds_of "$child2" | cut -d' ' -f1 | tr '\n' ' ')
+[ "$fds2" = "$baseline" ] || fail "the -c child has descriptors '$fds2', expected '$baseline': $(fds_of "$child2")"
+
+pass

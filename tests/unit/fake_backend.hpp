@@ -1,0 +1,96 @@
+#pragma once
+
+#include "backend/backend.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+namespace dlock::test {
+
+// An in-memory backend for the runner's unit tests. Its renewals can be
+// made to succeed, report loss, go unanswered, or hang.
+class FakeBackend final : public backend::Backend {
+public:
+  enum class RenewMode { confirm, refuse, fail, hang };
+
+  RenewMode renew_mode = RenewMode::confirm;
+  int confirm_first = 0;          // renewals confirmed before renew_mode applies
+  Millis granted_ttl{0};          // 0: grant what was asked
+  bool held_by_other = false;
+  std::uint64_t next_fence = 100;
+
+  backend::AcquireResult try_acquire(const backend::LockRequest& request) override {
+    std::lock_guard lock(m_mutex);
+    if (held_by_other || m_held) return {backend::AcquireOutcome::busy, std::nullopt, 0};
+    m_held = true;
+    backend::Lease lease{request.name, "fake-token", next_fence++, grant(request.ttl), backend::SteadyClock::now()};
+    acquired_at = lease.confirmed_at;
+    return {backend::AcquireOutcome::acquired, lease, 0};
+  }
+
+  backend::AcquireResult acquire(const backend::LockRequest& request, std::optional<backend::SteadyClock::time_point>,
+                                 const Interrupt&) override {
+    return try_acquire(request);
+  }
+
+  backend::RenewResult renew(const backend::Lease&, Millis ttl) override {
+    backend::RenewResult result;
+    auto sent_at = backend::SteadyClock::now();
+    std::unique_lock lock(m_mutex);
+    renew_times.push_back(sent_at);
+    RenewMode mode = static_cast<int>(renew_times.size()) <= confirm_first ? RenewMode::confirm : renew_mode;
+    switch (mode) {
+    case RenewMode::confirm:
+      result = {backend::RenewOutcome::renewed, grant(ttl), sent_at, ""};
+      confirmed.push_back(sent_at);
+      break;
+    case RenewMode::refuse:
+      result = {backend::RenewOutcome::lost, {}, sent_at, "someone else holds the lock"};
+      break;
+    case RenewMode::fail:
+      result = {backend::RenewOutcome::unknown, {}, sent_at, "connection refused"};
+      break;
+    case RenewMode::hang:
+      m_unhang.wait_for(lock, std::chrono::seconds(3), [this] { return m_unhung; });
+      result = {backend::RenewOutcome::unknown, {}, sent_at, "timed out"};
+      break;
+    }
+    return result;
+  }
+
+  void unhang() {
+    std::lock_guard lock(m_mutex);
+    m_unhung = true;
+    m_unhang.notify_all();
+  }
+
+  backend::ReleaseOutcome release(const backend::Lease&) override {
+    std::lock_guard lock(m_mutex);
+    ++releases;
+    bool was = m_held;
+    m_held = false;
+    return was ? backend::ReleaseOutcome::released : backend::ReleaseOutcome::not_owner;
+  }
+
+  std::optional<backend::LockStatus> force_release(const std::string&) override { return std::nullopt; }
+  backend::LockStatus status(const std::string& name) override { return {name, m_held || held_by_other, {}, {}, {}, {}, ""}; }
+  std::vector<backend::LockStatus> list(const std::string&) override { return {}; }
+  backend::PingResult ping() override { return {}; }
+
+  std::vector<backend::SteadyClock::time_point> renew_times;
+  std::vector<backend::SteadyClock::time_point> confirmed;
+  backend::SteadyClock::time_point acquired_at;
+  int releases = 0;
+
+private:
+  Millis grant(Millis asked) const { return granted_ttl.count() ? granted_ttl : asked; }
+
+  std::mutex m_mutex;
+  std::condition_variable m_unhang;
+  bool m_unhung = false;
+  bool m_held = false;
+};
+
+} // namespace dlock::test

@@ -1,0 +1,204 @@
+#include "fake_backend.hpp"
+#include "runner/runner.hpp"
+#include "runner/timeline.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <sys/stat.h>
+#include <thread>
+#include <mutex>
+#include <unistd.h>
+
+using namespace dlock;
+using namespace std::chrono_literals;
+using runner::SteadyClock;
+using test::FakeBackend;
+
+namespace {
+
+struct Recorder : runner::RunObserver {
+  std::mutex mutex;
+  std::vector<std::pair<int, SteadyClock::time_point>> signals;
+  pid_t child = -1;
+  std::function<void(int)> on_signal;
+
+  void on_child_started(pid_t pid) override { child = pid; }
+  void on_signal_sent(int signo, SteadyClock::time_point at) override {
+    std::lock_guard lock(mutex);
+    signals.emplace_back(signo, at);
+    if (on_signal) on_signal(signo);
+  }
+  std::optional<SteadyClock::time_point> first(int signo) {
+    for (auto& [s, at] : signals)
+      if (s == signo) return at;
+    return std::nullopt;
+  }
+};
+
+runner::RunOptions options_for(std::vector<std::string> command, Millis ttl) {
+  runner::RunOptions options;
+  options.request.name = "unit";
+  options.request.ttl = ttl;
+  options.command = std::move(command);
+  options.quiet = true;
+  options.public_backend_url = "fake:";
+  return options;
+}
+
+double ms_between(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A job that ignores SIGTERM, so only SIGKILL ends it.
+const std::vector<std::string> k_stubborn = {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.02; done"};
+
+} // namespace
+
+TEST_CASE("the kill deadline leaves 1% drift and the margin before t0 + T") {
+  auto t0 = SteadyClock::time_point{} + 10s;
+  auto d = runner::compute_deadlines(t0, 30s, 5s);
+  CHECK(d.kill_after == 5s);
+  CHECK(d.kill_at == t0 + 29700ms - 100ms);
+  CHECK(d.term_at == d.kill_at - 5s);
+
+  auto short_lease = runner::compute_deadlines(t0, 1000ms, 5s);
+  CHECK(short_lease.kill_at == t0 + 990ms - 50ms);
+  // K is capped so that SIGTERM never comes before t0 + T/2.
+  CHECK(short_lease.term_at >= t0 + 500ms);
+  CHECK(short_lease.kill_after < 5s);
+}
+
+TEST_CASE("renewals come every T/3 and retries soon after a failure") {
+  CHECK(runner::renew_interval(30s) == 10s);
+  CHECK(runner::retry_interval(30s, 0.0) == 1000ms);
+  CHECK(runner::retry_interval(300ms, 0.0) == 20ms);
+  CHECK(runner::retry_interval(3s, 1.0) == 160ms);
+}
+
+TEST_CASE("a child that exits normally passes its status through and the lock is released") {
+  FakeBackend backend;
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "exit 7"}, 30s)) == 7);
+  CHECK(backend.releases == 1);
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "kill -9 $$"}, 30s)) == 137);
+}
+
+TEST_CASE("a busy lock returns the conflict exit code without running the child") {
+  FakeBackend backend;
+  backend.held_by_other = true;
+  auto options = options_for({"/bin/sh", "-c", "exit 0"}, 30s);
+  options.conflict_exit_code = 42;
+  Recorder recorder;
+  CHECK(runner::run_locked(backend, options, &recorder) == 42);
+  CHECK(recorder.child == -1);
+}
+
+TEST_CASE("confirmed renewals keep the child running well past T") {
+  FakeBackend backend;
+  auto started = SteadyClock::now();
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "sleep 1; exit 3"}, 300ms)) == 3);
+  CHECK(ms_between(started, SteadyClock::now()) >= 1000);
+  CHECK(backend.confirmed.size() >= 2);
+}
+
+TEST_CASE("a refused renewal stops the child at once and exits with the lost code") {
+  FakeBackend backend;
+  backend.renew_mode = FakeBackend::RenewMode::refuse;
+  Recorder recorder;
+  auto options = options_for({"sleep", "30"}, 900ms);
+  auto started = SteadyClock::now();
+  CHECK(runner::run_locked(backend, options, &recorder) == 76);
+  REQUIRE(backend.renew_times.size() == 1);
+  auto term = recorder.first(SIGTERM);
+  REQUIRE(term);
+  // The refusal came at T/3; SIGTERM follows within a few milliseconds.
+  CHECK(ms_between(backend.renew_times[0], *term) < 50);
+  CHECK(ms_between(started, SteadyClock::now()) < 800);
+}
+
+TEST_CASE("unconfirmed renewals get SIGTERM then SIGKILL before t0 + 0.99T") {
+  FakeBackend backend;
+  backend.renew_mode = FakeBackend::RenewMode::fail;
+  backend.confirm_first = 1;
+  Recorder recorder;
+  Millis ttl = 1000ms;
+  CHECK(runner::run_locked(backend, options_for(k_stubborn, ttl), &recorder) == 76);
+  auto done = SteadyClock::now();
+  REQUIRE(backend.confirmed.size() == 1);
+  auto t0 = backend.confirmed.back();
+  auto term = recorder.first(SIGTERM);
+  auto kill = recorder.first(SIGKILL);
+  REQUIRE(term);
+  REQUIRE(kill);
+  CHECK(*term < *kill);
+  CHECK(*term >= t0 + ttl / 2);
+  CHECK(*kill <= t0 + 990ms);
+  // Failed renewals were retried quickly, not only every T/3.
+  CHECK(backend.renew_times.size() >= 6);
+  // The whole group was gone (reaped) before the lease could lapse.
+  CHECK(done < t0 + ttl);
+}
+
+TEST_CASE("a renewal that hangs cannot delay the stop of the child") {
+  FakeBackend backend;
+  backend.renew_mode = FakeBackend::RenewMode::hang;
+  Recorder recorder;
+  std::optional<SteadyClock::time_point> child_gone;
+  recorder.on_signal = [&](int signo) {
+    if (signo == SIGKILL) backend.unhang();
+  };
+  Millis ttl = 600ms;
+  CHECK(runner::run_locked(backend, options_for(k_stubborn, ttl), &recorder) == 76);
+  auto kill = recorder.first(SIGKILL);
+  REQUIRE(kill);
+  CHECK(*kill <= backend.acquired_at + 594ms);
+  CHECK(backend.renew_times.size() == 1);
+}
+
+TEST_CASE("max-runtime stops the child with TERM and exits 124") {
+  FakeBackend backend;
+  auto options = options_for({"sleep", "30"}, 30s);
+  options.max_runtime = 200ms;
+  auto started = SteadyClock::now();
+  CHECK(runner::run_locked(backend, options) == 124);
+  CHECK(ms_between(started, SteadyClock::now()) < 1500);
+}
+
+TEST_CASE("max-runtime escalates to SIGKILL after kill-after") {
+  FakeBackend backend;
+  auto options = options_for(k_stubborn, 30s);
+  options.max_runtime = 100ms;
+  options.kill_after = 200ms;
+  Recorder recorder;
+  CHECK(runner::run_locked(backend, options, &recorder) == 124);
+  auto term = recorder.first(SIGTERM);
+  auto kill = recorder.first(SIGKILL);
+  REQUIRE(term);
+  REQUIRE(kill);
+  CHECK(ms_between(*term, *kill) >= 190);
+}
+
+TEST_CASE("signals to dlock are forwarded to the child's process group") {
+  FakeBackend backend;
+  std::string fifo = "/tmp/dlock-unit-fifo-" + std::to_string(getpid());
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // The child says "ready" once its trap is set; only then is the signal sent.
+  auto options = options_for({"/bin/sh", "-c", "trap 'exit 9' USR1; echo ready > " + fifo + "; while :; do sleep 0.01; done"}, 30s);
+  struct Sender : runner::RunObserver {
+    std::string fifo;
+    std::thread thread;
+    void on_child_started(pid_t) override {
+      thread = std::thread([this] {
+        std::ifstream ready(fifo);
+        std::string word;
+        ready >> word;
+        kill(getpid(), SIGUSR1);
+      });
+    }
+  } observer;
+  observer.fifo = fifo;
+  CHECK(runner::run_locked(backend, options, &observer) == 9);
+  observer.thread.join();
+  unlink(fifo.c_str());
+}
