@@ -26,13 +26,9 @@ _dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --max-
 
 _dlock_backend_schemes='file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// zk:// postgres:// postgresql:// etcd:// etcds://'
 
+# True if $1 is one of the blank-separated words in $2.
 _dlock_in_list() {
-  local word=$1 item
-  shift
-  for item in $*; do
-    [[ $item == "$word" ]] && return 0
-  done
-  return 1
+  [[ " $2 " == *" $1 "* ]]
 }
 
 # Durations, loosely: typed digits get each unit appended, else a few

@@ -29,8 +29,8 @@ std::vector<std::string> module_dirs() {
   if (const char* extra = std::getenv("DLOCK_MODULE_PATH"); extra && *extra) dirs.emplace_back(extra);
   std::string exe = executable_dir();
   dirs.push_back(exe + "/modules");
-  dirs.push_back(exe + "/../lib/dlock");
   dirs.push_back(exe + "/../" DLOCK_LIBDIR "/dlock");
+  if (std::string_view(DLOCK_LIBDIR) != "lib") dirs.push_back(exe + "/../lib/dlock");
   return dirs;
 }
 
@@ -52,6 +52,7 @@ const std::vector<BackendInfo>& known_backends() {
       {{"zk"}, "zookeeper", true, "ZooKeeper ephemeral sequential nodes", nullptr},
       {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
       {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},
+      {{"test-memory"}, "testmemory", false, "in-process locks; exists to test the module loader", nullptr, true},
   };
   return backends;
 }
@@ -61,7 +62,7 @@ const BackendInfo& find_backend(std::string_view scheme) {
   for (const auto& info : known_backends()) {
     for (auto candidate : info.schemes) {
       if (candidate == scheme) return info;
-      names.emplace_back(candidate);
+      if (!info.hidden) names.emplace_back(candidate);
     }
   }
   throw ConfigError(fmt::format("unknown backend scheme '{}:'; known schemes: {}", scheme, fmt::join(names, ":, ")) + ":");

@@ -29,6 +29,7 @@ struct BackendInfo {
   bool session_bound = false;
   std::string_view summary;
   Factory builtin = nullptr;
+  bool hidden = false; // for tests only: not listed to users
 };
 
 // Every backend dlock knows, built in or as a module, in the order shown to users.

@@ -43,7 +43,7 @@ std::string status_text(const backend::LockStatus& status) {
     if (h.since.time_since_epoch().count()) out += fmt::format("since:    {} ({})\n", format_utc(h.since), age(h.since));
   }
   if (status.time_left) out += fmt::format("lease:    {} left\n", format_duration(*status.time_left));
-  if (status.fence) out += fmt::format("{}{}\n", status.held ? "fence:    " : "last fence: ", *status.fence);
+  if (status.fence) out += fmt::format("fence:    {}{}\n", *status.fence, status.held ? "" : " (last holder's)");
   if (status.waiters) out += fmt::format("waiters:  {}\n", *status.waiters);
   if (!status.detail.empty()) out += fmt::format("where:    {}\n", status.detail);
   return out;

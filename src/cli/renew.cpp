@@ -29,7 +29,9 @@ int run_renew(const RenewArguments& args, Context& context) {
   std::uint64_t fence = 0;
   bool owned = false;
   if (runner::is_keeper_token(token) || session_bound(settings)) {
-    runner::KeeperReply reply = runner::keeper_renew(args.name, token, ttl, settings.backend.connect_timeout * 2 + Millis(1000));
+    // Without --ttl a keeper renews for the length given to acquire.
+    Millis asked = args.ttl ? ttl : Millis(0);
+    runner::KeeperReply reply = runner::keeper_renew(args.name, token, asked, settings.backend.connect_timeout * 2 + Millis(1000));
     owned = reply.answer == runner::KeeperAnswer::done;
     granted = reply.ttl;
     fence = reply.fence;
@@ -63,7 +65,7 @@ void setup_renew(CLI::App& app, Context& context) {
   CLI::App* sub = app.add_subcommand("renew", "Extend the lease of a lock taken with acquire");
   sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
   sub->add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
-  sub->add_option("-t,--ttl", args->ttl, "New lease length from now [default 30s]")->type_name("D");
+  sub->add_option("-t,--ttl", args->ttl, "New lease length from now [default: the length given to acquire on session backends, else the ttl setting or 30s]")->type_name("D");
   sub->add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
   sub->callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
 }

@@ -151,7 +151,8 @@ private:
       return false;
     }
     if (fields[0] == "renew" && fields.size() >= 4) {
-      m_ttl = Millis(std::max(1LL, std::atoll(fields[3].c_str())));
+      // 0: renew for the lease's own length, as given to acquire.
+      if (long long asked = std::atoll(fields[3].c_str()); asked > 0) m_ttl = Millis(asked);
       backend::RenewResult result;
       try {
         result = m_backend.renew(m_lease, m_ttl);
@@ -225,9 +226,17 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
       return 0;
     }
     const backend::Lease& lease = *result.lease;
+    // From here on the keeper outlives `dlock acquire`: disarm the death
+    // signal *before* handing out the token, or the caller's exit could make
+    // us release a lock whose token it just printed. If the caller is
+    // already gone, nobody has the token: let go.
+    prctl(PR_SET_PDEATHSIG, 0);
+    if (getppid() != parent) {
+      backend->release(lease);
+      return 0;
+    }
     report(result_fd, {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", lease.ttl.count()}});
     close(result_fd);
-    prctl(PR_SET_PDEATHSIG, 0);
     Keeper keeper(*backend, lease, token, std::move(listener));
     keeper.serve();
   } catch (const Error& failure) {
