@@ -6,7 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <fcntl.h>
 #include <iostream>
+#include <unistd.h>
 
 namespace dlock {
 
@@ -17,9 +20,23 @@ constexpr const char* k_description =
     "Runs a command under a lock on a backend (file:, redis, redlock, zk, postgres, etcd),\n"
     "renewing the lease and stopping the command before the lease can lapse.";
 
+void ensure_standard_descriptors() {
+  // Started with 0, 1 or 2 closed, our own pipes would take those numbers
+  // and messages meant for stderr would land in them.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0 && null_fd != fd) {
+      dup2(null_fd, fd);
+      close(null_fd);
+    }
+  }
+}
+
 } // namespace
 
 int cli_main(int argc, char** argv) {
+  ensure_standard_descriptors();
   cli::Context context;
   context.argc = argc;
   context.argv = argv;

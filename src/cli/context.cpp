@@ -150,6 +150,10 @@ void setup_global(CLI::App& app, Context& context) {
       ->type_name("FILE");
   app.add_option("--connect-timeout", g.connect_timeout, "Bound on connecting and on every round trip [default 2s]")
       ->type_name("D");
+  // A global option given twice takes the last value, so a wrapper or alias
+  // that passes a default can be overridden.
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size() == 1 && option->get_expected_min() == 1) option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("-q,--quiet", g.quiet, "No message when the lock is busy");
   app.add_flag("-v,--verbose", g.verbose, "Timings and renewals; repeat for more");
 }

@@ -7,12 +7,14 @@
 
 #include <cerrno>
 #include <csignal>
+#include <pthread.h>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -74,52 +76,80 @@ bool owns_terminal() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) ==
 
 } // namespace
 
+namespace {
+
+// What the child needs, prepared before the clone: after it, the child runs
+// on its own small stack in our memory until it execs, so it may only make
+// system calls and must not touch the allocator or any lock.
+struct ExecPlan {
+  std::vector<std::string> paths;
+  char** argv;
+  char** envp;
+  pid_t parent;
+  bool take_terminal;
+  int error_fd;
+};
+
+int exec_child(void* arg) {
+  auto* plan = static_cast<ExecPlan*>(arg);
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != plan->parent) _exit(127); // dlock died before the death signal was armed
+  if (plan->take_terminal) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGTTOU, &ignore, nullptr);
+    tcsetpgrp(STDIN_FILENO, getpid());
+    ignore.sa_handler = SIG_DFL;
+    sigaction(SIGTTOU, &ignore, nullptr);
+  }
+  Signals::reset_in_child(); // also unblocks every signal
+  int err = ENOENT;
+  bool denied = false;
+  for (const auto& path : plan->paths) {
+    execve(path.c_str(), plan->argv, plan->envp);
+    err = errno;
+    if (err == EACCES) denied = true;
+    if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
+  }
+  if (denied && (err == ENOENT || err == ENOTDIR)) err = EACCES;
+  [[maybe_unused]] auto ignored = write(plan->error_fd, &err, sizeof err);
+  _exit(127);
+}
+
+} // namespace
+
 pid_t spawn_child(const ChildSpec& spec) {
   if (spec.argv.empty()) throw UsageError("no command given");
-  // Everything the child needs is prepared before fork: after it, only
-  // async-signal-safe calls, since other threads may hold allocator locks.
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<std::string> env_strings = child_environment(spec);
-  std::vector<std::string> paths = candidate_paths(spec.argv.front());
   std::vector<char*> argv = pointers(argv_strings);
   std::vector<char*> envp = pointers(env_strings);
-  bool take_terminal = spec.take_terminal && owns_terminal();
 
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
-  pid_t parent = getpid();
-  pid_t pid = fork();
+  ExecPlan plan{candidate_paths(spec.argv.front()), argv.data(), envp.data(), getpid(),
+                spec.take_terminal && owns_terminal(), error_pipe[1]};
+
+  // clone(CLONE_VM | CLONE_VFORK) as posix_spawn does: no page tables to
+  // copy, which keeps the start of the job fast; posix_spawn itself cannot
+  // set PR_SET_PDEATHSIG. Signals stay blocked until the child has reset its
+  // handlers, so none of ours runs in the child while it shares our memory.
+  constexpr std::size_t k_stack_size = 64 * 1024;
+  std::vector<char> stack(k_stack_size);
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pid_t pid = clone(exec_child, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  int clone_error = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  close(error_pipe[1]);
   if (pid < 0) {
-    int err = errno;
     close(error_pipe[0]);
-    close(error_pipe[1]);
-    throw Error(ExitCode::internal, errno_message("cannot fork", err));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127); // dlock died before the death signal was armed
-    if (take_terminal) {
-      signal(SIGTTOU, SIG_IGN);
-      tcsetpgrp(STDIN_FILENO, getpid());
-    }
-    Signals::reset_in_child();
-    signal(SIGTTOU, SIG_DFL);
-    int err = ENOENT;
-    bool denied = false;
-    for (auto& path : paths) {
-      execve(path.c_str(), argv.data(), envp.data());
-      err = errno;
-      if (err == EACCES) denied = true;
-      if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
-    }
-    if (denied && (err == ENOENT || err == ENOTDIR)) err = EACCES;
-    [[maybe_unused]] auto ignored = write(error_pipe[1], &err, sizeof err);
-    _exit(127);
+    throw Error(ExitCode::internal, errno_message("cannot start the command", clone_error));
   }
   setpgid(pid, pid);
-  if (take_terminal) g_took_terminal = true;
-  close(error_pipe[1]);
+  if (plan.take_terminal) g_took_terminal = true;
   int err = 0;
   ssize_t n;
   do {

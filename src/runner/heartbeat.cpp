@@ -19,12 +19,15 @@ Heartbeat::~Heartbeat() { stop(); }
 
 void Heartbeat::start() { m_thread = std::thread([this] { loop(); }); }
 
-void Heartbeat::stop() {
-  {
-    std::lock_guard lock(m_mutex);
-    m_stopping = true;
-  }
+void Heartbeat::quiesce() {
+  std::unique_lock lock(m_mutex);
+  m_stopping = true;
   m_wake.notify_all();
+  m_idle.wait(lock, [this] { return !m_renewing; });
+}
+
+void Heartbeat::stop() {
+  quiesce();
   if (m_thread.joinable()) m_thread.join();
 }
 
@@ -40,6 +43,7 @@ void Heartbeat::loop() {
   auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
   for (;;) {
     if (m_wake.wait_until(lock, next, [this] { return m_stopping; })) return;
+    m_renewing = true;
     lock.unlock();
     backend::RenewResult result;
     try {
@@ -49,6 +53,8 @@ void Heartbeat::loop() {
       result.reason = failure.what();
     }
     lock.lock();
+    m_renewing = false;
+    m_idle.notify_all();
     switch (result.outcome) {
     case backend::RenewOutcome::renewed:
       m_state.confirmed_at = result.sent_at;

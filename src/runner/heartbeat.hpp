@@ -33,8 +33,13 @@ public:
   Heartbeat& operator=(const Heartbeat&) = delete;
 
   void start();
-  // Stops and joins. Waits for a renewal in flight (bounded by the
-  // backend's round-trip timeout). The backend is free for the caller after.
+  bool started() const { return m_thread.joinable(); }
+  // Ends renewing without waiting for the thread to be scheduled: returns
+  // once no renewal is in flight (waiting for one, bounded by the backend's
+  // round-trip timeout) and none will start. The backend is the caller's
+  // after this, so the release is not delayed by the thread's exit.
+  void quiesce();
+  // quiesce() and join.
   void stop();
   State snapshot() const;
 
@@ -48,6 +53,8 @@ private:
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stopping = false;
+  bool m_renewing = false;
+  std::condition_variable m_idle;
   State m_state;
   std::thread m_thread;
 };

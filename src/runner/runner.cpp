@@ -63,9 +63,10 @@ public:
     if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
     UniqueFd wake_read(wake[0]), wake_write(wake[1]);
     Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake_write.get());
-    heartbeat.start();
     supervise(heartbeat, wake_read.get());
-    heartbeat.stop();
+    // Release before the heartbeat thread is joined: a waiter should not
+    // wait for our thread to be scheduled.
+    heartbeat.quiesce();
     restore_terminal();
     return finish(heartbeat.snapshot(), lease);
   }
@@ -95,8 +96,12 @@ private:
     auto max_at = m_options.max_runtime ? m_started + *m_options.max_runtime : SteadyClock::time_point::max();
     auto stop_kill_at = SteadyClock::time_point::max();
     auto last_kill = SteadyClock::time_point{};
+    // The heartbeat thread starts when the first renewal falls due: a short
+    // job never pays for a thread.
+    auto first_renewal = m_lease.confirmed_at + renew_interval(m_lease.ttl);
     while (!reap()) {
       auto now = SteadyClock::now();
+      if (!heartbeat.started() && now >= first_renewal) heartbeat.start();
       Heartbeat::State state = heartbeat.snapshot();
       Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
       if (m_stop == StopReason::none) {
@@ -120,6 +125,7 @@ private:
       }
       auto next_wake = kill_at <= now ? last_kill + Millis(20) : kill_at;
       if (m_stop == StopReason::none) next_wake = std::min({next_wake, deadlines.term_at, max_at});
+      if (!heartbeat.started()) next_wake = std::min(next_wake, first_renewal);
       pollfd fds[2] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
       int ready = poll(fds, 2, poll_timeout(now, next_wake));
       if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("poll failed", errno));

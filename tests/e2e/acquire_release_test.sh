@@ -121,6 +121,38 @@ holder=$(keeper_of b)
 track "$holder"
 "${DL[@]}" release b "$bt" || fail "release b failed"
 
+# A token is bound to its lock's name.
+ta=$("${DL[@]}" acquire ta --ttl 5s) || fail "acquire ta failed"
+tb=$("${DL[@]}" acquire tb --ttl 5s) || fail "acquire tb failed"
+capture "${DL[@]}" release tb "$ta"
+[ "$rc" = 3 ] || fail "release tb with ta's token exited $rc, expected 3"
+capture "${DL[@]}" renew tb "$ta"
+[ "$rc" = 3 ] || fail "renew tb with ta's token exited $rc, expected 3"
+is_held ta && is_held tb || fail "a release with another lock's token freed a lock"
+"${DL[@]}" release ta "$ta" && "${DL[@]}" release tb "$tb" || fail "releasing ta and tb with their own tokens failed"
+
+# A signal to an acquire that waits ends it (143) and takes nothing.
+start_holder h sig
+"${DL[@]}" acquire sig --wait 20s </dev/null >"$tmpdir/sig.token" 2>"$tmpdir/sig.err" &
+acq=$!
+track "$acq"
+wait_until has_waiter sig || fail "acquire --wait (sig) never showed up as a waiter"
+kill -TERM "$acq"
+wait_exit "$acq" 5
+[ "$rc" = 143 ] || fail "SIGTERM to a waiting acquire: exit $rc, expected 143; stderr: $(cat "$tmpdir/sig.err")"
+[ ! -s "$tmpdir/sig.token" ] || fail "the interrupted acquire printed a token"
+wait_until -t 2 has_no_waiter sig || fail "the interrupted acquire's keeper still waits for the lock"
+release_holder h
+wait_exit "$HOLDER_PID"
+is_free sig || fail "lock sig is held after its holder ended: the interrupted acquire took it"
+
+# A run with a short --ttl keeps its lock by renewing it, well past the ttl.
+started=$(now_ms)
+capture "${DL[@]}" run renewing --ttl 300ms -- sleep 1.2
+elapsed=$(($(now_ms) - started))
+[ "$rc" = 0 ] || fail "run --ttl 300ms -- sleep 1.2 exited $rc, expected 0 (renewals keep the lock); stderr: $err"
+[ "$elapsed" -lt 3000 ] || fail "run --ttl 300ms -- sleep 1.2 took ${elapsed} ms"
+
 # acquire on a held lock without --wait: 75.
 start_holder h c
 capture "${DL[@]}" acquire c
@@ -135,8 +167,10 @@ start_holder h x --ttl 1s
 capture "${DL[@]}" release x --force
 [ "$rc" = 0 ] || fail "release x --force exited $rc, expected 0; stderr: $err"
 case $out in *"$HOLDER_PID"*) ;; *) fail "release --force does not say who held the lock (pid $HOLDER_PID): $out" ;; esac
-capture "${DL[@]}" run x -- true
+capture "${DL[@]}" run x -- sh -c 'echo $DLOCK_FENCE'
 [ "$rc" = 0 ] || fail "run x right after release --force exited $rc, expected 0; stderr: $err"
+python3 -c 'import sys; sys.exit(0 if int(sys.argv[2]) > int(sys.argv[1]) else 1)' "$(cat "$tmpdir/h.fence")" "$out" ||
+  fail "the fence after release --force ($out) is not greater than the broken holder's ($(cat "$tmpdir/h.fence"))"
 wait_exit "$HOLDER_PID" 3
 [ "$rc" = 76 ] || fail "the run whose lock was broken exited $rc, expected 76; stderr: $(cat "$tmpdir/h.err")"
 wait_until -t 1 is_gone "$CHILD_PID" || fail "the child of the run whose lock was broken is still alive"
@@ -151,6 +185,7 @@ capture "${DL[@]}" release y --force
 [ "$rc" = 0 ] || fail "release y --force exited $rc"
 capture "${DL[@]}" renew y "$t" --ttl 2s
 [ "$rc" = 3 ] || fail "renew after release --force exited $rc, expected 3"
+[ -z "$keeper" ] || wait_until -t 3 is_gone "$keeper" || fail "the keeper $keeper of the broken lock y is still running"
 
 # release --force on a free lock: 3.
 capture "${DL[@]}" release free.lock --force

@@ -58,4 +58,40 @@ child2=$PARKED
 fds2=$(fds_of "$child2" | cut -d' ' -f1 | tr '\n' ' ')
 [ "$fds2" = "$baseline" ] || fail "the -c child has descriptors '$fds2', expected '$baseline': $(fds_of "$child2")"
 
+# dlock started with stdin, stdout and stderr closed (as some daemons start
+# jobs): its own pipes and files must not end up on descriptors 0-2, where
+# its messages (-v) would be written into them and the child would inherit
+# them. The job must run undisturbed through several renewals, and the lock
+# file must not be written through a standard descriptor.
+(
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+  done
+  "${DL[@]}" -v -v run closed --ttl 300ms -- sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
+    sh "$tmpdir/closed.pid" <&- >&- 2>&-
+  echo $? >"$tmpdir/closed.rc"
+) &
+track $!
+wait_until test -s "$tmpdir/closed.pid" || fail "started with fds 0-2 closed, dlock did not start its job"
+child=$(cat "$tmpdir/closed.pid")
+track "$child"
+wait_until grep -qx sleep "/proc/$child/comm" || fail "started with fds 0-2 closed, the job did not become 'sleep'"
+renewed() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("renewed_ms", 0))' "$LOCKDIR/dlock/closed.lock" 2>/dev/null; }
+first=$(renewed)
+renewed_twice() { [ "$(renewed)" -gt $((first + 150)) ] 2>/dev/null; }
+renewed_twice_or_dead() { is_gone "$child" || renewed_twice; }
+wait_until -t 5 renewed_twice_or_dead || fail "started with fds 0-2 closed, dlock does not renew (lock record: $(head -c 300 "$LOCKDIR/dlock/closed.lock"))"
+is_gone "$child" && wait_until -t 2 test -s "$tmpdir/closed.rc"
+is_alive "$child" || fail "started with fds 0-2 closed, dlock disturbed its job: it died (dlock's exit status $(cat "$tmpdir/closed.rc" 2>/dev/null))"
+listing=$(fds_of "$child")
+case $listing in
+*socket:* | *.lock* | *pipe:* | *"$LOCKDIR"*) fail "started with fds 0-2 closed, the child inherited: $listing" ;;
+esac
+kill -TERM "$child"
+wait_until test -s "$tmpdir/closed.rc" || fail "dlock (started with fds 0-2 closed) did not end after its job"
+[ "$(cat "$tmpdir/closed.rc")" = 143 ] || fail "dlock started with fds 0-2 closed exited $(cat "$tmpdir/closed.rc"), expected 143 (job killed by TERM)"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$LOCKDIR/dlock/closed.lock" 2>/dev/null ||
+  fail "the lock file was written through a standard descriptor: $(head -c 300 "$LOCKDIR/dlock/closed.lock")"
+
 pass

@@ -1,11 +1,14 @@
-# Shared helpers for the end-to-end tests of dlock. Source it first thing:
+# Shared helpers for the end-to-end tests of dlock. Each test sets its
+# scenario name, then sources this file:
 #
+#   SCENARIO="busy lock"
 #   . "$(dirname "$0")/lib.sh"
-#   SCENARIO="busy lock"        # optional; defaults to the script's name
 #
 # It gives every test a private lock directory on the file: backend (so tests
 # can run in parallel), isolates it from the user's config and DLOCK_*
-# environment, and cleans up processes and files on exit.
+# environment, and on exit kills what the test started (and any holder of a
+# lock in the private directory, such as acquire's keeper) and removes its
+# files. DLOCK_BIN names the binary under test.
 #
 #   DL          array: the dlock binary with -b $BACKEND, e.g. "${DL[@]}" run x -- true
 #               (use the array, not a function, when backgrounding, so that $!
@@ -13,14 +16,23 @@
 #   BACKEND     file:///... URL of the private lock directory
 #   LOCKDIR     that directory (namespace subdirectories live below it)
 #   tmpdir      private scratch directory, removed on exit
-#   fail MSG    print "FAIL <scenario>: MSG" and exit 1
+#   fail MSG    print "FAIL <scenario>: MSG" and exit 1 (only from the main
+#               shell: inside $(...) it would just end the subshell)
 #   pass        print "PASS <scenario>" and exit 0
-#   wait_until [-t SECONDS] CMD...   poll CMD until it succeeds; 1 on deadline
-#   is_gone PID                      true if PID does not exist or is a zombie
-#   wait_exit PID [SECONDS]          wait for a background child, set $rc
-#   capture CMD...                   run CMD, set $rc, $out, $err
+#   wait_until [-t SECONDS] CMD...   poll CMD every 10 ms until it succeeds;
+#                                    1 after SECONDS (default 10)
+#   is_gone PID / is_alive PID       a zombie counts as gone
+#   wait_exit PID [SECONDS]          wait (bounded) for a background child, set $rc
+#   capture CMD...                   run CMD with stdin /dev/null, set $rc, $out, $err
+#   assert_one_line_message WHAT TEXT   TEXT is one "dlock: ..." line, no crash
+#   json EXPR                        evaluate a Python expression over JSON on stdin (d)
 #   track PID...                     kill these on exit if still alive
-#   now_ms                           monotonic-enough wall clock in ms
+#   now_ms                           wall clock in ms
+#   start_holder ID NAME [OPTS]      background `dlock run NAME` whose child blocks;
+#                                    sets HOLDER_PID, CHILD_PID
+#   release_holder ID                let that child exit 0
+#   is_held NAME / is_free NAME      status exit 0 / 3
+#   has_waiter NAME / has_no_waiter NAME / lock_waiters NAME
 
 set -u
 
@@ -34,7 +46,6 @@ if [ ! -x "$DLOCK_BIN" ]; then
 fi
 
 SCENARIO=${SCENARIO:-$(basename "$0" .sh)}
-E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/dlock-e2e.XXXXXX") || {
   echo "FAIL $SCENARIO: mktemp -d failed" >&2
@@ -139,10 +150,12 @@ wait_exit() {
   local pid=$1 limit=${2:-10}
   wait_until -t "$limit" is_gone "$pid" || fail "process $pid did not end within ${limit}s"
   wait "$pid" 2>/dev/null
+  # shellcheck disable=SC2034 # rc is for the caller
   rc=$?
 }
 
 # capture CMD...: runs CMD with stdin from /dev/null and sets rc, out, err.
+# shellcheck disable=SC2034 # rc, out and err are for the caller
 capture() {
   "$@" </dev/null >"$tmpdir/.capture.out" 2>"$tmpdir/.capture.err"
   rc=$?
@@ -214,6 +227,7 @@ lock_waiters() {
 
 # has_waiter NAME: true once someone waits for NAME.
 has_waiter() { [ "$(lock_waiters "$1")" -ge 1 ] 2>/dev/null; }
+has_no_waiter() { [ "$(lock_waiters "$1")" = 0 ]; }
 
 # is_held NAME / is_free NAME: status exit 0 / 3.
 is_held() {

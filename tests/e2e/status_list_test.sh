@@ -77,7 +77,7 @@ other_pid=$HOLDER_PID
 capture "${DL[@]}" list
 [ "$rc" = 0 ] || fail "list exited $rc; stderr: $err"
 for n in app/one app/two other; do
-  [ "$(printf '%s\n' "$out" | grep -cE "^$n[[:space:]]")" = 1 ] || fail "list does not show exactly one row for $n: $out"
+  [ "$(printf '%s\n' "$out" | grep -cE "^${n}[[:space:]]")" = 1 ] || fail "list does not show exactly one row for $n: $out"
 done
 case $out in *app/three*) fail "list shows the free lock app/three: $out" ;; esac
 case $out in *"$one_token"* | *"$two_token"*) fail "list prints a release token" ;; esac
@@ -116,4 +116,16 @@ wait_exit "$two_pid"
 wait_exit "$other_pid"
 capture "${DL[@]}" list --json
 [ "$(printf '%s' "$out" | json 'd')" = "[]" ] || fail "list --json after all holders ended is not empty: $out"
+
+# Names may start with '.' (an allowed character): such locks are listed too.
+start_holder h4 .dot
+capture "${DL[@]}" status .dot
+[ "$rc" = 0 ] || fail "status .dot of a held lock exited $rc"
+capture "${DL[@]}" list --json
+got=$(printf '%s' "$out" | json '[x["name"] for x in d]')
+[ "$got" = '[".dot"]' ] || fail "list --json does not show the held lock '.dot': $got"
+capture "${DL[@]}" list .
+printf '%s\n' "$out" | grep -qE '^\.dot[[:space:]]' || fail "list . does not show the held lock '.dot': $out"
+release_holder h4
+wait_exit "$HOLDER_PID"
 pass

@@ -92,7 +92,6 @@ std::string LockDir::file_name(const std::string& name) {
 std::optional<std::string> LockDir::name_from_file(const std::string& file) {
   if (file.size() <= k_suffix.size() || file.compare(file.size() - k_suffix.size(), k_suffix.size(), k_suffix) != 0)
     return std::nullopt;
-  if (file[0] == '.') return std::nullopt; // temporary files of force-release
   std::string name = file.substr(0, file.size() - k_suffix.size());
   for (char& c : name)
     if (c == '%') c = '/';

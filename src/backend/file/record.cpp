@@ -47,15 +47,17 @@ LockRecord decode_record(const std::string& text) {
 }
 
 LockRecord read_record(int fd) {
-  std::string text(65536, '\0');
-  std::size_t filled = 0;
-  while (filled < text.size()) {
-    ssize_t n = pread(fd, text.data() + filled, text.size() - filled, static_cast<off_t>(filled));
+  // Records are a few hundred bytes; read them without a large buffer, as
+  // this is on the hand-over path.
+  constexpr std::size_t k_limit = 65536;
+  std::string text;
+  char chunk[1024];
+  while (text.size() < k_limit) {
+    ssize_t n = pread(fd, chunk, sizeof chunk, static_cast<off_t>(text.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    filled += static_cast<std::size_t>(n);
+    text.append(chunk, static_cast<std::size_t>(n));
   }
-  text.resize(filled);
   return decode_record(text);
 }
 
