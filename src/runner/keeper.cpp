@@ -209,14 +209,7 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
     if (!listener || bind(listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(listener.get(), 16) != 0)
       throw Error(ExitCode::internal, errno_message("cannot create the keeper socket", errno));
 
-    backend::AcquireResult result;
-    if (wait && wait->count() == 0) {
-      result = backend->try_acquire(held_request);
-    } else {
-      std::optional<SteadyClock::time_point> deadline;
-      if (wait) deadline = SteadyClock::now() + *wait;
-      result = backend->acquire(held_request, deadline, Signals::interrupt());
-    }
+    backend::AcquireResult result = take_lock(*backend, held_request, wait);
     if (result.outcome == backend::AcquireOutcome::busy) {
       report(result_fd, {{"outcome", "busy"}, {"holder", describe_holder(*backend, request.name)}});
       return 0;

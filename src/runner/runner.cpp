@@ -202,18 +202,18 @@ std::string describe_holder(backend::Backend& backend, const std::string& name) 
   }
 }
 
+backend::AcquireResult take_lock(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait) {
+  Signals::install();
+  if (wait && wait->count() == 0) return backend.try_acquire(request);
+  std::optional<SteadyClock::time_point> deadline;
+  if (wait) deadline = SteadyClock::now() + *wait;
+  return backend.acquire(request, deadline, Signals::interrupt());
+}
+
 Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait,
                         int conflict_exit_code, bool quiet) {
-  Signals::install();
   auto started = SteadyClock::now();
-  backend::AcquireResult result;
-  if (wait && wait->count() == 0) {
-    result = backend.try_acquire(request);
-  } else {
-    std::optional<SteadyClock::time_point> deadline;
-    if (wait) deadline = started + *wait;
-    result = backend.acquire(request, deadline, Signals::interrupt());
-  }
+  backend::AcquireResult result = take_lock(backend, request, wait);
   if (result.outcome == backend::AcquireOutcome::acquired && Signals::interrupt().requested()) {
     // A stop signal raced with the grant: honour the signal, leave nothing behind.
     backend.release(*result.lease);

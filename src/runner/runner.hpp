@@ -39,6 +39,10 @@ int run_locked(backend::Backend& backend, const RunOptions& options, RunObserver
 // " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.
 std::string describe_holder(backend::Backend& backend, const std::string& name);
 
+// One attempt when `wait` is 0, else waits until it passes (nullopt:
+// forever) or a forwarded signal arrives.
+backend::AcquireResult take_lock(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait);
+
 // Takes the lock per options.wait, printing the busy message unless quiet.
 // Returns the lease, or the exit status to end with (busy / interrupted).
 struct Acquisition {
