@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iterator>
@@ -22,6 +23,11 @@ std::string host_name() {
 }
 
 std::string user_name() {
+  // $USER (or $LOGNAME) when set: the password database may sit behind NSS
+  // services that cost milliseconds, and the name is only informational,
+  // shown by status like the command line.
+  for (const char* variable : {"USER", "LOGNAME"})
+    if (const char* name = std::getenv(variable); name && *name) return name;
   uid_t uid = geteuid();
   passwd entry{};
   passwd* result = nullptr;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -59,7 +60,7 @@ std::string read_line(int fd, Millis timeout, const Interrupt* interrupt = nullp
     auto left = std::chrono::duration_cast<Millis>(deadline - SteadyClock::now()).count();
     if (left <= 0) return {};
     pollfd fds[2] = {{fd, POLLIN, 0}, {interrupt ? interrupt->fd() : -1, POLLIN, 0}};
-    int ready = poll(fds, 2, static_cast<int>(left));
+    int ready = poll(fds, 2, static_cast<int>(std::min<long long>(left, 60'000)));
     if (ready < 0 && errno != EINTR) return {};
     if (ready <= 0) continue;
     if (fds[1].revents & POLLIN) return {};
