@@ -71,9 +71,14 @@ std::string random_hex(std::size_t bytes) {
     }
     filled += static_cast<std::size_t>(n);
   }
+  constexpr char k_digits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(bytes * 2);
-  for (char c : raw) hex += fmt::format("{:02x}", static_cast<unsigned char>(c));
+  for (char c : raw) {
+    auto byte = static_cast<unsigned char>(c);
+    hex += k_digits[byte >> 4];
+    hex += k_digits[byte & 0x0f];
+  }
   return hex;
 }
 

@@ -67,7 +67,7 @@ public:
     }
     held->second.record.ttl_ms = ttl.count();
     held->second.record.renewed_ms = now_unix_ms();
-    write_record(held->second.fd.get(), held->second.record);
+    write_record(held->second.fd.get(), held->second.record, held->second.file_size);
     result.outcome = RenewOutcome::renewed;
     result.ttl = ttl;
     result.sent_at = sent_at;
@@ -82,7 +82,7 @@ public:
       // Keep the fence counter for the next holder; drop the holder record.
       LockRecord record;
       record.fence = held->second.record.fence;
-      write_record(held->second.fd.get(), record);
+      write_record(held->second.fd.get(), record, held->second.file_size);
     }
     m_held.erase(held); // closing the descriptor drops the kernel lock
     return ours ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
@@ -102,7 +102,8 @@ public:
     if (m_dir.shared()) fchmod(fd, 0666);
     LockRecord record;
     record.fence = before.fence.value_or(0);
-    write_record(fd, record);
+    std::size_t size = 0;
+    write_record(fd, record, size);
     if (renameat(m_dir.fd(), temp.c_str(), m_dir.fd(), file.c_str()) != 0) {
       int err = errno;
       unlinkat(m_dir.fd(), temp.c_str(), 0);
@@ -192,6 +193,7 @@ private:
     std::string file;
     struct stat identity {};
     LockRecord record;
+    std::size_t file_size = 0; // bytes in the file as we last wrote or read it
   };
 
   mode_t lock_file_mode() const { return m_dir.shared() ? 0666 : 0644; }
@@ -248,7 +250,7 @@ private:
           if (errno != EINTR) throw permission_or_io("cannot lock", errno);
         }
       }
-      Held held{std::move(fd), file, {}, {}};
+      Held held{std::move(fd), file, {}, {}, 0};
       fstat(held.fd.get(), &held.identity);
       // A file replaced between our open and our lock (force release) is
       // no lock at all: start over on the current one.
@@ -258,7 +260,7 @@ private:
   }
 
   Lease record_holder(const LockRequest& request, Held held, bool writable, SteadyClock::time_point sent_at) {
-    LockRecord previous = read_record(held.fd.get());
+    LockRecord previous = read_record(held.fd.get(), &held.file_size);
     // The fence is the larger of the stored counter + 1 and the wall clock in
     // microseconds, so it keeps growing even if the directory is wiped (a
     // tmpfs at reboot). Only when the counter is ahead of the clock does its
@@ -272,7 +274,7 @@ private:
     held.record.ttl_ms = request.ttl.count();
     held.record.renewed_ms = now_unix_ms();
     if (writable) {
-      if (!write_record(held.fd.get(), held.record))
+      if (!write_record(held.fd.get(), held.record, held.file_size))
         throw Error(ExitCode::unavailable, errno_message(fmt::format("cannot write lock file in {}", m_dir.path()), errno));
       if (must_sync) fdatasync(held.fd.get());
     }

@@ -46,7 +46,7 @@ LockRecord decode_record(const std::string& text) {
   return record;
 }
 
-LockRecord read_record(int fd) {
+LockRecord read_record(int fd, std::size_t* size) {
   // Records are a few hundred bytes; read them without a large buffer, as
   // this is on the hand-over path.
   constexpr std::size_t k_limit = 65536;
@@ -58,11 +58,13 @@ LockRecord read_record(int fd) {
     if (n <= 0) break;
     text.append(chunk, static_cast<std::size_t>(n));
   }
+  if (size) *size = text.size();
   return decode_record(text);
 }
 
-bool write_record(int fd, const LockRecord& record) {
+bool write_record(int fd, const LockRecord& record, std::size_t& file_size) {
   std::string text = encode_record(record);
+  if (text.size() < file_size) text.insert(text.size() - 1, file_size - text.size(), ' ');
   std::size_t written = 0;
   while (written < text.size()) {
     ssize_t n = pwrite(fd, text.data() + written, text.size() - written, static_cast<off_t>(written));
@@ -70,7 +72,8 @@ bool write_record(int fd, const LockRecord& record) {
     if (n <= 0) return false;
     written += static_cast<std::size_t>(n);
   }
-  return ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+  file_size = text.size();
+  return true;
 }
 
 } // namespace dlock::backend::file
