@@ -36,6 +36,13 @@ Heartbeat::State Heartbeat::snapshot() const {
   return m_state;
 }
 
+void Heartbeat::notify_owner() {
+  if (m_wake_fd < 0) return;
+  char byte = 1;
+  while (::write(m_wake_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
 void Heartbeat::loop() {
   std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -43,6 +50,15 @@ void Heartbeat::loop() {
   auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
   for (;;) {
     if (m_wake.wait_until(lock, next, [this] { return m_stopping; })) return;
+    // Past the kill deadline the lease may already be someone else's (we
+    // were paused or starved): a renewal now must not revive it, or a job
+    // that was frozen past its lease would carry on as if nothing happened.
+    if (SteadyClock::now() >= compute_deadlines(m_state.confirmed_at, m_state.ttl, Millis(0)).kill_at) {
+      m_state.lost = true;
+      m_state.reason = "the lease could have run out while dlock was not running (paused or starved)";
+      notify_owner();
+      return;
+    }
     m_renewing = true;
     lock.unlock();
     backend::RenewResult result;
@@ -75,11 +91,7 @@ void Heartbeat::loop() {
       detail(1, "renewal of '{}' unconfirmed ({}); retrying", m_lease.name, result.reason);
       break;
     }
-    if (m_wake_fd >= 0) {
-      char byte = 1;
-      while (::write(m_wake_fd, &byte, 1) < 0 && errno == EINTR) {
-      }
-    }
+    notify_owner();
     if (m_state.lost) return;
   }
 }

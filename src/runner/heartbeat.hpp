@@ -45,6 +45,7 @@ public:
 
 private:
   void loop();
+  void notify_owner();
 
   backend::Backend& m_backend;
   backend::Lease m_lease;
