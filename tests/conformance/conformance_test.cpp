@@ -1,0 +1,241 @@
+// The one suite every backend must pass against a real server (for file:, a
+// real directory). The backend comes from DLOCK_CONFORMANCE_URL; each test
+// case uses lock names of its own, so the suite can share a server.
+#include "backend/registry.hpp"
+#include "core/signals.hpp"
+#include "core/url.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <future>
+#include <thread>
+#include <unistd.h>
+
+using namespace dlock;
+using namespace dlock::backend;
+using namespace std::chrono_literals;
+
+namespace {
+
+BackendConfig config() {
+  const char* url = std::getenv("DLOCK_CONFORMANCE_URL");
+  REQUIRE(url);
+  BackendConfig config;
+  config.url = parse_url(url);
+  config.lock_namespace = "conformance";
+  config.connect_timeout = 2000ms;
+  return config;
+}
+
+// A fresh client, as a second process would have.
+std::unique_ptr<Backend> client() { return create_backend(config()); }
+
+std::string unique(const std::string& base) {
+  static int counter = 0;
+  return base + "/" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+}
+
+LockRequest request_for(const std::string& name, Millis ttl = 2000ms) {
+  LockRequest request;
+  request.name = name;
+  request.ttl = ttl;
+  request.holder = {host_name(), getpid(), user_name(), "conformance", std::chrono::system_clock::now()};
+  return request;
+}
+
+Lease must_acquire(Backend& backend, const LockRequest& request) {
+  AcquireResult result = backend.try_acquire(request);
+  REQUIRE(result.outcome == AcquireOutcome::acquired);
+  REQUIRE(result.lease);
+  return *result.lease;
+}
+
+} // namespace
+
+TEST_CASE("a free lock is acquired with a token and a fence, and is then busy for others") {
+  auto a = client(), b = client();
+  auto request = request_for(unique("basic"));
+  auto before = SteadyClock::now();
+  Lease lease = must_acquire(*a, request);
+  CHECK_FALSE(lease.token.empty());
+  CHECK(lease.fence > 0);
+  CHECK(lease.ttl > 0ms);
+  CHECK(lease.confirmed_at >= before);
+  CHECK(lease.confirmed_at <= SteadyClock::now());
+  CHECK(b->try_acquire(request).outcome == AcquireOutcome::busy);
+  CHECK(a->release(lease) == ReleaseOutcome::released);
+  Lease next = must_acquire(*b, request);
+  CHECK(b->release(next) == ReleaseOutcome::released);
+}
+
+TEST_CASE("release with a stale token leaves the new holder's lock alone") {
+  auto a = client(), b = client();
+  auto request = request_for(unique("stale"));
+  Lease first = must_acquire(*a, request);
+  REQUIRE(a->release(first) == ReleaseOutcome::released);
+  Lease second = must_acquire(*b, request);
+  CHECK(a->release(first) == ReleaseOutcome::not_owner);
+  Lease forged = second;
+  forged.token = "not-the-token";
+  CHECK(b->release(forged) == ReleaseOutcome::not_owner);
+  CHECK(client()->try_acquire(request).outcome == AcquireOutcome::busy);
+  CHECK(b->release(second) == ReleaseOutcome::released);
+}
+
+TEST_CASE("fences strictly increase across acquisitions by different clients") {
+  auto name = unique("fence");
+  std::uint64_t previous = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto backend = client();
+    Lease lease = must_acquire(*backend, request_for(name));
+    CHECK(lease.fence > previous);
+    previous = lease.fence;
+    REQUIRE(backend->release(lease) == ReleaseOutcome::released);
+  }
+}
+
+TEST_CASE("the owner renews; a stale token's renewal is refused as lost") {
+  auto a = client(), b = client();
+  auto request = request_for(unique("renew"));
+  Lease lease = must_acquire(*a, request);
+  auto before = SteadyClock::now();
+  RenewResult renewed = a->renew(lease, 3000ms);
+  CHECK(renewed.outcome == RenewOutcome::renewed);
+  CHECK(renewed.ttl > 0ms);
+  CHECK(renewed.sent_at >= before);
+  CHECK(renewed.sent_at <= SteadyClock::now());
+  REQUIRE(a->release(lease) == ReleaseOutcome::released);
+  Lease other = must_acquire(*b, request);
+  CHECK(a->renew(lease, 3000ms).outcome == RenewOutcome::lost);
+  CHECK(b->release(other) == ReleaseOutcome::released);
+}
+
+TEST_CASE("a waiter gives up at its deadline, busy") {
+  auto a = client(), b = client();
+  auto request = request_for(unique("deadline"));
+  Lease lease = must_acquire(*a, request);
+  auto start = SteadyClock::now();
+  AcquireResult result = b->acquire(request, start + 300ms, Signals::interrupt());
+  auto waited = SteadyClock::now() - start;
+  CHECK(result.outcome == AcquireOutcome::busy);
+  CHECK(waited >= 290ms);
+  CHECK(waited < 1500ms);
+  CHECK(a->release(lease) == ReleaseOutcome::released);
+}
+
+TEST_CASE("a waiter is woken by the release, not by its deadline") {
+  auto a = client(), b = client();
+  auto request = request_for(unique("handover"));
+  Lease lease = must_acquire(*a, request);
+  auto waiter = std::async(std::launch::async, [&] {
+    AcquireResult result = b->acquire(request, SteadyClock::now() + 10s, Signals::interrupt());
+    return std::make_pair(result.outcome, SteadyClock::now());
+  });
+  // The waiter is blocked (it cannot take a held lock); then release.
+  REQUIRE(waiter.wait_for(200ms) == std::future_status::timeout);
+  auto released_at = SteadyClock::now();
+  REQUIRE(a->release(lease) == ReleaseOutcome::released);
+  auto [outcome, acquired_at] = waiter.get();
+  CHECK(outcome == AcquireOutcome::acquired);
+  CHECK(acquired_at - released_at < 500ms);
+}
+
+TEST_CASE("a signal ends a wait cleanly and leaves nothing behind") {
+  Signals::install();
+  Signals::clear_stop();
+  auto a = client(), b = client();
+  auto request = request_for(unique("interrupt"));
+  Lease lease = must_acquire(*a, request);
+  // The signal is sent once the waiter is blocked, where the backend can
+  // tell (waiters), so that the blocked path is what is tested.
+  std::thread signaller([&] {
+    auto observer = client();
+    auto until = SteadyClock::now() + 2s;
+    while (SteadyClock::now() < until) {
+      auto waiters = observer->status(request.name).waiters;
+      if (!waiters || *waiters >= 1) break;
+      std::this_thread::sleep_for(5ms);
+    }
+    kill(getpid(), SIGUSR1);
+  });
+  auto start = SteadyClock::now();
+  AcquireResult result = b->acquire(request, std::nullopt, Signals::interrupt());
+  signaller.join();
+  CHECK(result.outcome == AcquireOutcome::interrupted);
+  CHECK(result.signal == SIGUSR1);
+  CHECK(SteadyClock::now() - start < 2s);
+  Signals::clear_stop();
+  Signals::drain();
+  CHECK(a->release(lease) == ReleaseOutcome::released);
+  // The interrupted waiter left no claim: the lock is free for anyone.
+  Lease next = must_acquire(*client(), request);
+  (void)next;
+}
+
+TEST_CASE("status shows the holder and fence, never the token; free after release") {
+  auto a = client();
+  auto name = unique("status");
+  Lease lease = must_acquire(*a, request_for(name));
+  LockStatus held = client()->status(name);
+  CHECK(held.held);
+  REQUIRE(held.holder);
+  CHECK(held.holder->command == "conformance");
+  CHECK(held.holder->host == host_name());
+  REQUIRE(held.fence);
+  CHECK(*held.fence == lease.fence);
+  CHECK(held.detail.find(lease.token) == std::string::npos);
+  REQUIRE(a->release(lease) == ReleaseOutcome::released);
+  CHECK_FALSE(client()->status(name).held);
+}
+
+TEST_CASE("list shows held locks under a prefix, and no free ones") {
+  auto a = client();
+  auto prefix = unique("list");
+  Lease one = must_acquire(*a, request_for(prefix + "/one"));
+  Lease two = must_acquire(*a, request_for(prefix + "/two"));
+  Lease gone = must_acquire(*a, request_for(prefix + "/gone"));
+  REQUIRE(a->release(gone) == ReleaseOutcome::released);
+  auto locks = client()->list(prefix + "/");
+  REQUIRE(locks.size() == 2);
+  CHECK(locks[0].name == prefix + "/one");
+  CHECK(locks[1].name == prefix + "/two");
+  CHECK(client()->list(prefix + "/t").size() == 1);
+  a->release(one);
+  a->release(two);
+}
+
+TEST_CASE("names that differ only in punctuation are different locks") {
+  auto a = client();
+  auto base = unique("names");
+  Lease slash = must_acquire(*a, request_for(base + "/a/b"));
+  Lease colon = must_acquire(*a, request_for(base + "/a:b"));
+  Lease under = must_acquire(*a, request_for(base + "/a_b"));
+  Lease dots = must_acquire(*a, request_for(base + "/.."));
+  for (auto* lease : {&slash, &colon, &under, &dots}) CHECK(a->release(*lease) == ReleaseOutcome::released);
+}
+
+TEST_CASE("force release breaks the holder's lock; its next renewal is lost") {
+  auto a = client(), b = client();
+  auto name = unique("force");
+  Lease lease = must_acquire(*a, request_for(name));
+  auto broken = b->force_release(name);
+  REQUIRE(broken);
+  REQUIRE(broken->holder);
+  CHECK(broken->holder->pid == getpid());
+  Lease next = must_acquire(*b, request_for(name));
+  CHECK(next.fence > lease.fence);
+  CHECK(a->renew(lease, 2000ms).outcome == RenewOutcome::lost);
+  CHECK(a->release(lease) == ReleaseOutcome::not_owner);
+  CHECK(client()->status(name).held);
+  CHECK(b->release(next) == ReleaseOutcome::released);
+  CHECK_FALSE(b->force_release(name));
+}
+
+TEST_CASE("ping reaches the backend") {
+  PingResult result = client()->ping();
+  REQUIRE_FALSE(result.nodes.empty());
+  for (const auto& node : result.nodes) CHECK(node.reachable);
+}
