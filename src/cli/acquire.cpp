@@ -64,15 +64,14 @@ int run_acquire(const AcquireArguments& args, Context& context) {
 
 } // namespace
 
-void setup_acquire(CLI::App& app, Context& context) {
+void setup_acquire(CLI::App& sub, Context& context) {
   auto args = std::make_shared<AcquireArguments>();
-  CLI::App* sub = app.add_subcommand("acquire", "Take the lock NAME and print its release token; it stays held until release or --ttl passes");
-  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub->add_option("-t,--ttl", args->ttl, "Lease length; renew before it passes [default 30s]")->type_name("D");
-  sub->add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
-  sub->add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
-  sub->add_flag("--json", args->json, "Print name, token, fence, ttl_ms and expires_at as JSON");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_acquire(*args, context); }; });
+  sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub.add_option("-t,--ttl", args->ttl, "Lease length; renew before it passes [default 30s]")->type_name("D");
+  sub.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
+  sub.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
+  sub.add_flag("--json", args->json, "Print name, token, fence, ttl_ms and expires_at as JSON");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_acquire(*args, context); }; });
 }
 
 } // namespace dlock::cli

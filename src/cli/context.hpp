@@ -57,14 +57,16 @@ bool session_bound(const Settings& settings);
 std::string resolve_token(Context& context, const std::optional<std::string>& argument);
 
 void setup_global(CLI::App& app, Context& context);
-void setup_run(CLI::App& app, Context& context);
-void setup_acquire(CLI::App& app, Context& context);
-void setup_renew(CLI::App& app, Context& context);
-void setup_release(CLI::App& app, Context& context);
-void setup_status(CLI::App& app, Context& context);
-void setup_list(CLI::App& app, Context& context);
-void setup_ping(CLI::App& app, Context& context);
-void setup_version(CLI::App& app, Context& context);
+// Each adds its options and positionals to the subcommand `sub` and sets
+// context.action when the subcommand is given.
+void setup_run(CLI::App& sub, Context& context);
+void setup_acquire(CLI::App& sub, Context& context);
+void setup_renew(CLI::App& sub, Context& context);
+void setup_release(CLI::App& sub, Context& context);
+void setup_status(CLI::App& sub, Context& context);
+void setup_list(CLI::App& sub, Context& context);
+void setup_ping(CLI::App& sub, Context& context);
+void setup_version(CLI::App& sub, Context& context);
 
 int print_version();
 

@@ -31,12 +31,11 @@ int run_list(const ListArguments& args, Context& context) {
 
 } // namespace
 
-void setup_list(CLI::App& app, Context& context) {
+void setup_list(CLI::App& sub, Context& context) {
   auto args = std::make_shared<ListArguments>();
-  CLI::App* sub = app.add_subcommand("list", "One row per held lock whose name starts with PREFIX");
-  sub->add_option("prefix", args->prefix, "Name prefix")->type_name("PREFIX");
-  sub->add_flag("--json", args->json, "A JSON array");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_list(*args, context); }; });
+  sub.add_option("prefix", args->prefix, "Name prefix")->type_name("PREFIX");
+  sub.add_flag("--json", args->json, "A JSON array");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_list(*args, context); }; });
 }
 
 } // namespace dlock::cli

@@ -47,11 +47,10 @@ int run_ping(const PingArguments& args, Context& context) {
 
 } // namespace
 
-void setup_ping(CLI::App& app, Context& context) {
+void setup_ping(CLI::App& sub, Context& context) {
   auto args = std::make_shared<PingArguments>();
-  CLI::App* sub = app.add_subcommand("ping", "Check that the backend is reachable: version and round-trip time");
-  sub->add_flag("--json", args->json, "One JSON document");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_ping(*args, context); }; });
+  sub.add_flag("--json", args->json, "One JSON document");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_ping(*args, context); }; });
 }
 
 } // namespace dlock::cli

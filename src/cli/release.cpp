@@ -63,13 +63,12 @@ int run_release(const ReleaseArguments& args, Context& context) {
 
 } // namespace
 
-void setup_release(CLI::App& app, Context& context) {
+void setup_release(CLI::App& sub, Context& context) {
   auto args = std::make_shared<ReleaseArguments>();
-  CLI::App* sub = app.add_subcommand("release", "Release a lock taken with acquire (compare-and-delete), or break any holder's with --force");
-  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub->add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
-  sub->add_flag("--force", args->force, "Break the lock whoever holds it, and print who held it");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_release(*args, context); }; });
+  sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
+  sub.add_flag("--force", args->force, "Break the lock whoever holds it, and print who held it");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_release(*args, context); }; });
 }
 
 } // namespace dlock::cli

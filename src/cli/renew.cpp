@@ -60,14 +60,13 @@ int run_renew(const RenewArguments& args, Context& context) {
 
 } // namespace
 
-void setup_renew(CLI::App& app, Context& context) {
+void setup_renew(CLI::App& sub, Context& context) {
   auto args = std::make_shared<RenewArguments>();
-  CLI::App* sub = app.add_subcommand("renew", "Extend the lease of a lock taken with acquire");
-  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub->add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
-  sub->add_option("-t,--ttl", args->ttl, "New lease length from now [default: the length given to acquire on session backends, else the ttl setting or 30s]")->type_name("D");
-  sub->add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
+  sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
+  sub.add_option("-t,--ttl", args->ttl, "New lease length from now [default: the length given to acquire on session backends, else the ttl setting or 30s]")->type_name("D");
+  sub.add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
 }
 
 } // namespace dlock::cli

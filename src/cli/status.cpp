@@ -26,12 +26,11 @@ int run_status(const StatusArguments& args, Context& context) {
 
 } // namespace
 
-void setup_status(CLI::App& app, Context& context) {
+void setup_status(CLI::App& sub, Context& context) {
   auto args = std::make_shared<StatusArguments>();
-  CLI::App* sub = app.add_subcommand("status", "Show who holds NAME; exit 0 if held, 3 if free");
-  sub->add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub->add_flag("--json", args->json, "One JSON document");
-  sub->callback([args, &context] { context.action = [args, &context] { return run_status(*args, context); }; });
+  sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
+  sub.add_flag("--json", args->json, "One JSON document");
+  sub.callback([args, &context] { context.action = [args, &context] { return run_status(*args, context); }; });
 }
 
 } // namespace dlock::cli

@@ -20,9 +20,8 @@ int print_version() {
   return 0;
 }
 
-void setup_version(CLI::App& app, Context& context) {
-  CLI::App* sub = app.add_subcommand("version", "Print the version and the backends this installation has");
-  sub->callback([&context] { context.action = [] { return print_version(); }; });
+void setup_version(CLI::App& sub, Context& context) {
+  sub.callback([&context] { context.action = [] { return print_version(); }; });
 }
 
 } // namespace dlock::cli

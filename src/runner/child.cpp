@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -135,8 +136,9 @@ pid_t spawn_child(const ChildSpec& spec) {
   // copy, which keeps the start of the job fast; posix_spawn itself cannot
   // set PR_SET_PDEATHSIG. Signals stay blocked until the child has reset its
   // handlers, so none of ours runs in the child while it shares our memory.
+  // Left uninitialised: only the few pages the child touches get faulted in.
   constexpr std::size_t k_stack_size = 64 * 1024;
-  std::vector<char> stack(k_stack_size);
+  auto stack = std::make_unique_for_overwrite<char[]>(k_stack_size);
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
@@ -146,7 +148,7 @@ pid_t spawn_child(const ChildSpec& spec) {
   pid_t pid = fork();
   if (pid == 0) exec_child(&plan);
 #else
-  pid_t pid = clone(exec_child, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  pid_t pid = clone(exec_child, stack.get() + k_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
 #endif
   int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
