@@ -104,35 +104,35 @@ public:
   virtual ~Backend() = default;
 
   // One attempt; returns busy at once if someone else holds the lock.
-  virtual AcquireResult try_acquire(const LockRequest& request) = 0;
+  virtual AcquireResult try_acquire(const LockRequest &request) = 0;
 
   // Waits until the lock is ours, `deadline` passes (busy; nullopt = wait
   // forever) or `interrupt` requests a stop (interrupted). Waiters are woken
   // by the backend's own notification, not by polling; any fallback poll
   // uses jitter. An interrupted or timed-out wait leaves nothing behind.
-  virtual AcquireResult acquire(const LockRequest& request, std::optional<SteadyClock::time_point> deadline,
-                                const Interrupt& interrupt) = 0;
+  virtual AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                                const Interrupt &interrupt) = 0;
 
   // Extends the lease to `ttl` if `lease.token` still owns it. `lost` only
   // when the backend positively says the token does not own the lock;
   // anything uncertain is `unknown`, and the caller's deadline applies.
   // Works on a lease rebuilt from (name, token) in another process for
   // backends that are not session bound.
-  virtual RenewResult renew(const Lease& lease, Millis ttl) = 0;
+  virtual RenewResult renew(const Lease &lease, Millis ttl) = 0;
 
   // Compare-and-delete: releases only if `lease.token` still owns the lock;
   // never removes somebody else's.
-  virtual ReleaseOutcome release(const Lease& lease) = 0;
+  virtual ReleaseOutcome release(const Lease &lease) = 0;
 
   // Breaks the lock whoever holds it. Returns the holder it broke, or
   // nullopt if the lock was free.
-  virtual std::optional<LockStatus> force_release(const std::string& name) = 0;
+  virtual std::optional<LockStatus> force_release(const std::string &name) = 0;
 
   // One lock as seen now. Never reveals the release token.
-  virtual LockStatus status(const std::string& name) = 0;
+  virtual LockStatus status(const std::string &name) = 0;
 
   // Held locks whose names start with `prefix`, sorted by name.
-  virtual std::vector<LockStatus> list(const std::string& prefix) = 0;
+  virtual std::vector<LockStatus> list(const std::string &prefix) = 0;
 
   // Reachability, server version and round-trip time of each node.
   virtual PingResult ping() = 0;

@@ -26,7 +26,7 @@ std::string executable_dir() {
 // DLOCK_MODULE_PATH if set (tests).
 std::vector<std::string> module_dirs() {
   std::vector<std::string> dirs;
-  if (const char* extra = std::getenv("DLOCK_MODULE_PATH"); extra && *extra) dirs.emplace_back(extra);
+  if (const char *extra = std::getenv("DLOCK_MODULE_PATH"); extra && *extra) dirs.emplace_back(extra);
   std::string exe = executable_dir();
   dirs.push_back(exe + "/modules");
   dirs.push_back(exe + "/../" DLOCK_LIBDIR "/dlock");
@@ -34,8 +34,8 @@ std::vector<std::string> module_dirs() {
   return dirs;
 }
 
-std::string module_path(const BackendInfo& info) {
-  for (const auto& dir : module_dirs()) {
+std::string module_path(const BackendInfo &info) {
+  for (const auto &dir : module_dirs()) {
     std::string path = fmt::format("{}/dlock-{}.so", dir, info.module);
     if (access(path.c_str(), R_OK) == 0) return path;
   }
@@ -44,10 +44,14 @@ std::string module_path(const BackendInfo& info) {
 
 } // namespace
 
-const std::vector<BackendInfo>& known_backends() {
+const std::vector<BackendInfo> &known_backends() {
   static const std::vector<BackendInfo> backends = {
       {{"file"}, "", true, "local kernel locks (flock) in a directory; the default", &file::create_file_backend},
-      {{"redis", "rediss", "redis+unix", "redis-sentinel"}, "redis", false, "single Redis node: SET NX PX + Lua", nullptr},
+      {{"redis", "rediss", "redis+unix", "redis-sentinel"},
+       "redis",
+       false,
+       "single Redis node: SET NX PX + Lua",
+       nullptr},
       {{"redlock"}, "redis", false, "majority quorum over N independent Redis nodes", nullptr},
       {{"zk"}, "zookeeper", true, "ZooKeeper ephemeral sequential nodes", nullptr},
       {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
@@ -57,18 +61,19 @@ const std::vector<BackendInfo>& known_backends() {
   return backends;
 }
 
-const BackendInfo& find_backend(std::string_view scheme) {
+const BackendInfo &find_backend(std::string_view scheme) {
   std::vector<std::string> names;
-  for (const auto& info : known_backends()) {
+  for (const auto &info : known_backends()) {
     for (auto candidate : info.schemes) {
       if (candidate == scheme) return info;
       if (!info.hidden) names.emplace_back(candidate);
     }
   }
-  throw ConfigError(fmt::format("unknown backend scheme '{}:'; known schemes: {}", scheme, fmt::join(names, ":, ")) + ":");
+  throw ConfigError(fmt::format("unknown backend scheme '{}:'; known schemes: {}", scheme, fmt::join(names, ":, ")) +
+                    ":");
 }
 
-bool backend_available(const BackendInfo& info, std::string* where) {
+bool backend_available(const BackendInfo &info, std::string *where) {
   if (info.builtin) {
     if (where) *where = "built in";
     return true;
@@ -78,8 +83,8 @@ bool backend_available(const BackendInfo& info, std::string* where) {
   return !path.empty();
 }
 
-std::unique_ptr<Backend> create_backend(const BackendConfig& config) {
-  const BackendInfo& info = find_backend(config.url.scheme);
+std::unique_ptr<Backend> create_backend(const BackendConfig &config) {
+  const BackendInfo &info = find_backend(config.url.scheme);
   if (info.builtin) return info.builtin(config);
   std::string path = module_path(info);
   if (path.empty())
@@ -87,9 +92,9 @@ std::unique_ptr<Backend> create_backend(const BackendConfig& config) {
                                   config.url.scheme, info.module, fmt::join(module_dirs(), ", ")));
   // The module stays loaded for the life of the process: backends own
   // threads and atexit handlers of their client libraries.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw ConfigError(fmt::format("cannot load backend module {}: {}", path, dlerror()));
-  auto* entry = static_cast<const ModuleEntry*>(dlsym(handle, "dlock_backend_module"));
+  auto *entry = static_cast<const ModuleEntry *>(dlsym(handle, "dlock_backend_module"));
   if (!entry || entry->abi_version != k_module_abi_version || !entry->factory)
     throw ConfigError(fmt::format("backend module {} does not match this dlock (ABI {})", path, k_module_abi_version));
   return entry->factory(config);

@@ -9,14 +9,14 @@
 
 namespace dlock::backend {
 
-using Factory = std::unique_ptr<Backend> (*)(const BackendConfig&);
+using Factory = std::unique_ptr<Backend> (*)(const BackendConfig &);
 
 // What a loadable backend module exports under the C symbol
 // `dlock_backend_module`. Heavy client libraries (libpq, libcurl) live in
 // such modules so that they are loaded only when their backend is used.
 struct ModuleEntry {
   int abi_version;
-  const char* scheme;
+  const char *scheme;
   Factory factory;
 };
 inline constexpr int k_module_abi_version = 1;
@@ -33,17 +33,17 @@ struct BackendInfo {
 };
 
 // Every backend dlock knows, built in or as a module, in the order shown to users.
-const std::vector<BackendInfo>& known_backends();
+const std::vector<BackendInfo> &known_backends();
 
 // The entry for a URL scheme; throws ConfigError (78) listing the known
 // schemes when there is none.
-const BackendInfo& find_backend(std::string_view scheme);
+const BackendInfo &find_backend(std::string_view scheme);
 
 // Whether the backend can be used by this installation (built in, or its
 // module found); `where` receives the module path or the reason.
-bool backend_available(const BackendInfo& info, std::string* where = nullptr);
+bool backend_available(const BackendInfo &info, std::string *where = nullptr);
 
 // Builds the backend for config.url, loading its module if needed.
-std::unique_ptr<Backend> create_backend(const BackendConfig& config);
+std::unique_ptr<Backend> create_backend(const BackendConfig &config);
 
 } // namespace dlock::backend

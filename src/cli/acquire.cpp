@@ -23,7 +23,7 @@ struct AcquireArguments {
   bool json = false;
 };
 
-int run_acquire(const AcquireArguments& args, Context& context) {
+int run_acquire(const AcquireArguments &args, Context &context) {
   validate_name(args.name);
   Settings settings = context.settings();
   backend::LockRequest request;
@@ -33,7 +33,8 @@ int run_acquire(const AcquireArguments& args, Context& context) {
   int conflict = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
   // The holder shown by status is the script that asked, not dlock itself.
   std::string caller = command_line_of(getppid());
-  request.holder = {host_name(), 0, user_name(), caller.empty() ? "dlock acquire" : caller, std::chrono::system_clock::now()};
+  request.holder = {host_name(), 0, user_name(), caller.empty() ? "dlock acquire" : caller,
+                    std::chrono::system_clock::now()};
 
   std::optional<backend::Lease> lease;
   if (session_bound(settings)) {
@@ -52,9 +53,11 @@ int run_acquire(const AcquireArguments& args, Context& context) {
   }
   if (args.json) {
     auto expires = std::chrono::system_clock::now() + lease->ttl;
-    nlohmann::ordered_json doc = {{"name", lease->name},   {"token", lease->token},
-                          {"fence", lease->fence}, {"ttl_ms", lease->ttl.count()},
-                          {"expires_at", format_utc(expires)}};
+    nlohmann::ordered_json doc = {{"name", lease->name},
+                                  {"token", lease->token},
+                                  {"fence", lease->fence},
+                                  {"ttl_ms", lease->ttl.count()},
+                                  {"expires_at", format_utc(expires)}};
     std::cout << doc.dump() << std::endl;
   } else {
     std::cout << lease->token << std::endl;
@@ -64,12 +67,14 @@ int run_acquire(const AcquireArguments& args, Context& context) {
 
 } // namespace
 
-void setup_acquire(CLI::App& sub, Context& context) {
+void setup_acquire(CLI::App &sub, Context &context) {
   auto args = std::make_shared<AcquireArguments>();
   sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
   sub.add_option("-t,--ttl", args->ttl, "Lease length; renew before it passes [default 30s]")->type_name("D");
-  sub.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
-  sub.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
+  sub.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")
+      ->type_name("D");
+  sub.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")
+      ->type_name("N");
   sub.add_flag("--json", args->json, "Print name, token, fence, ttl_ms and expires_at as JSON");
   sub.callback([args, &context] { context.action = [args, &context] { return run_acquire(*args, context); }; });
 }

@@ -16,29 +16,31 @@ namespace dlock {
 
 namespace {
 
-constexpr const char* k_description =
+constexpr const char *k_description =
     "dlock: distributed locks for shell scripts and cron.\n"
     "Runs a command under a lock on a backend (file:, redis, redlock, zk, postgres, etcd),\n"
     "renewing the lease and stopping the command before the lease can lapse.";
 
 struct Command {
-  const char* name;
-  const char* summary;
-  void (*setup)(CLI::App&, cli::Context&);
+  const char *name;
+  const char *summary;
+  void (*setup)(CLI::App &, cli::Context &);
 };
 
 constexpr Command k_commands[] = {
     {"run", "Run a command while holding the lock NAME", &cli::setup_run},
-    {"acquire", "Take the lock NAME and print its release token; it stays held until release or --ttl passes", &cli::setup_acquire},
+    {"acquire", "Take the lock NAME and print its release token; it stays held until release or --ttl passes",
+     &cli::setup_acquire},
     {"renew", "Extend the lease of a lock taken with acquire", &cli::setup_renew},
-    {"release", "Release a lock taken with acquire (compare-and-delete), or break any holder's with --force", &cli::setup_release},
+    {"release", "Release a lock taken with acquire (compare-and-delete), or break any holder's with --force",
+     &cli::setup_release},
     {"status", "Show who holds NAME; exit 0 if held, 3 if free", &cli::setup_status},
     {"list", "One row per held lock whose name starts with PREFIX", &cli::setup_list},
     {"ping", "Check that the backend is reachable: version and round-trip time", &cli::setup_ping},
     {"version", "Print the version and the backends this installation has", &cli::setup_version},
 };
 
-bool named_in(int argc, char** argv, std::string_view name) {
+bool named_in(int argc, char **argv, std::string_view name) {
   for (int i = 1; i < argc; ++i)
     if (name == argv[i]) return true;
   return false;
@@ -59,7 +61,7 @@ void ensure_standard_descriptors() {
 
 } // namespace
 
-int cli_main(int argc, char** argv) {
+int cli_main(int argc, char **argv) {
   ensure_standard_descriptors();
   cli::Context context;
   context.argc = argc;
@@ -74,23 +76,24 @@ int cli_main(int argc, char** argv) {
   // subcommands named somewhere in argv get theirs; the others are listed
   // (for --help) with their summary alone. A subcommand that is given is
   // always named in argv, so parsing is unchanged.
-  for (const Command& command : k_commands) {
-    CLI::App* sub = app.add_subcommand(command.name, command.summary);
+  for (const Command &command : k_commands) {
+    CLI::App *sub = app.add_subcommand(command.name, command.summary);
     if (named_in(argc, argv, command.name)) command.setup(*sub, context);
   }
   try {
     try {
       app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
+    } catch (const CLI::CallForHelp &) {
       // Help of the subcommand that asked for it, if any.
-      const CLI::App* target = &app;
-      for (const CLI::App* sub : app.get_subcommands()) target = sub;
+      const CLI::App *target = &app;
+      for (const CLI::App *sub : app.get_subcommands())
+        target = sub;
       std::cout << target->help();
       return 0;
-    } catch (const CLI::CallForAllHelp&) {
+    } catch (const CLI::CallForAllHelp &) {
       std::cout << app.help("", CLI::AppFormatMode::All);
       return 0;
-    } catch (const CLI::ParseError& failure) {
+    } catch (const CLI::ParseError &failure) {
       // CLI11's own exit codes (100-127) would collide with 126/127.
       say("{} (see dlock --help)", failure.what());
       return to_int(ExitCode::usage);
@@ -102,13 +105,13 @@ int cli_main(int argc, char** argv) {
       return to_int(ExitCode::usage);
     }
     return context.action();
-  } catch (const Error& failure) {
+  } catch (const Error &failure) {
     say("{}", failure.what());
     return to_int(failure.code());
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc &) {
     say("out of memory");
     return to_int(ExitCode::internal);
-  } catch (const std::exception& failure) {
+  } catch (const std::exception &failure) {
     say("internal error: {}", failure.what());
     return to_int(ExitCode::internal);
   }

@@ -37,36 +37,36 @@ struct Context {
   GlobalOptions global;
   std::function<int()> action; // set by the subcommand that was given
   int argc = 0;
-  char** argv = nullptr;
+  char **argv = nullptr;
 
   Settings settings() const;
 };
 
 // Per-command options that fall back to the config file: ttl and wait.
-Millis resolve_ttl(const std::optional<std::string>& flag, const Settings& settings);
-std::optional<Millis> resolve_wait(const std::optional<std::string>& flag, const Settings& settings);
-int parse_exit_code(const std::optional<std::string>& text, int fallback, std::string_view option);
+Millis resolve_ttl(const std::optional<std::string> &flag, const Settings &settings);
+std::optional<Millis> resolve_wait(const std::optional<std::string> &flag, const Settings &settings);
+int parse_exit_code(const std::optional<std::string> &text, int fallback, std::string_view option);
 
 // The backend for the settings, its module loaded on demand.
-std::unique_ptr<backend::Backend> open_backend(const Settings& settings);
-bool session_bound(const Settings& settings);
+std::unique_ptr<backend::Backend> open_backend(const Settings &settings);
+bool session_bound(const Settings &settings);
 
 // TOKEN from the argument, "-" (one line of stdin) or $DLOCK_TOKEN. The
 // argument's bytes in argv are overwritten so that `ps` does not show it
 // for longer than the start of the process.
-std::string resolve_token(Context& context, const std::optional<std::string>& argument);
+std::string resolve_token(Context &context, const std::optional<std::string> &argument);
 
-void setup_global(CLI::App& app, Context& context);
+void setup_global(CLI::App &app, Context &context);
 // Each adds its options and positionals to the subcommand `sub` and sets
 // context.action when the subcommand is given.
-void setup_run(CLI::App& sub, Context& context);
-void setup_acquire(CLI::App& sub, Context& context);
-void setup_renew(CLI::App& sub, Context& context);
-void setup_release(CLI::App& sub, Context& context);
-void setup_status(CLI::App& sub, Context& context);
-void setup_list(CLI::App& sub, Context& context);
-void setup_ping(CLI::App& sub, Context& context);
-void setup_version(CLI::App& sub, Context& context);
+void setup_run(CLI::App &sub, Context &context);
+void setup_acquire(CLI::App &sub, Context &context);
+void setup_renew(CLI::App &sub, Context &context);
+void setup_release(CLI::App &sub, Context &context);
+void setup_status(CLI::App &sub, Context &context);
+void setup_list(CLI::App &sub, Context &context);
+void setup_ping(CLI::App &sub, Context &context);
+void setup_version(CLI::App &sub, Context &context);
 
 int print_version();
 

@@ -13,12 +13,12 @@ std::string age(std::chrono::system_clock::time_point since) {
   return format_duration(std::max(elapsed, Millis(0))) + " ago";
 }
 
-json status_json(const backend::LockStatus& status) {
+json status_json(const backend::LockStatus &status) {
   json doc;
   doc["name"] = status.name;
   doc["held"] = status.held;
   if (status.holder) {
-    const HolderInfo& h = *status.holder;
+    const HolderInfo &h = *status.holder;
     doc["holder"] = {{"host", h.host},
                      {"pid", h.pid},
                      {"user", h.user},
@@ -34,13 +34,14 @@ json status_json(const backend::LockStatus& status) {
   return doc;
 }
 
-std::string status_text(const backend::LockStatus& status) {
+std::string status_text(const backend::LockStatus &status) {
   std::string out = fmt::format("lock:     {}\nstate:    {}\n", status.name, status.held ? "held" : "free");
   if (status.holder) {
-    const HolderInfo& h = *status.holder;
+    const HolderInfo &h = *status.holder;
     out += fmt::format("holder:   pid {} on {}{}\n", h.pid, h.host, h.user.empty() ? "" : " as " + h.user);
     if (!h.command.empty()) out += fmt::format("command:  {}\n", h.command);
-    if (h.since.time_since_epoch().count()) out += fmt::format("since:    {} ({})\n", format_utc(h.since), age(h.since));
+    if (h.since.time_since_epoch().count())
+      out += fmt::format("since:    {} ({})\n", format_utc(h.since), age(h.since));
   }
   if (status.time_left) out += fmt::format("lease:    {} left\n", format_duration(*status.time_left));
   if (status.fence) out += fmt::format("fence:    {}{}\n", *status.fence, status.held ? "" : " (last holder's)");
@@ -49,11 +50,13 @@ std::string status_text(const backend::LockStatus& status) {
   return out;
 }
 
-std::string list_table(const std::vector<backend::LockStatus>& locks) {
+std::string list_table(const std::vector<backend::LockStatus> &locks) {
   std::size_t width = 4;
-  for (const auto& lock : locks) width = std::max(width, lock.name.size());
-  std::string out = fmt::format("{:<{}}  {:<28}  {:<10}  {:<9}  {}\n", "NAME", width, "HOLDER", "SINCE", "LEASE", "FENCE");
-  for (const auto& lock : locks) {
+  for (const auto &lock : locks)
+    width = std::max(width, lock.name.size());
+  std::string out =
+      fmt::format("{:<{}}  {:<28}  {:<10}  {:<9}  {}\n", "NAME", width, "HOLDER", "SINCE", "LEASE", "FENCE");
+  for (const auto &lock : locks) {
     std::string holder = "?", since = "-";
     if (lock.holder) {
       holder = fmt::format("{}@{}:{}", lock.holder->user, lock.holder->host, lock.holder->pid);

@@ -15,13 +15,14 @@ struct ListArguments {
   bool json = false;
 };
 
-int run_list(const ListArguments& args, Context& context) {
+int run_list(const ListArguments &args, Context &context) {
   if (!args.prefix.empty()) validate_name(args.prefix, "prefix");
   auto backend = open_backend(context.settings());
   std::vector<backend::LockStatus> locks = backend->list(args.prefix);
   if (args.json) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
-    for (const auto& lock : locks) doc.push_back(status_json(lock));
+    for (const auto &lock : locks)
+      doc.push_back(status_json(lock));
     std::cout << doc.dump(2) << "\n";
   } else {
     std::cout << list_table(locks);
@@ -31,7 +32,7 @@ int run_list(const ListArguments& args, Context& context) {
 
 } // namespace
 
-void setup_list(CLI::App& sub, Context& context) {
+void setup_list(CLI::App &sub, Context &context) {
   auto args = std::make_shared<ListArguments>();
   sub.add_option("prefix", args->prefix, "Name prefix")->type_name("PREFIX");
   sub.add_flag("--json", args->json, "A JSON array");

@@ -15,12 +15,13 @@ struct PingArguments {
   bool json = false;
 };
 
-int run_ping(const PingArguments& args, Context& context) {
+int run_ping(const PingArguments &args, Context &context) {
   Settings settings = context.settings();
   auto backend = open_backend(settings);
   backend::PingResult result = backend->ping();
   bool healthy = result.quorum.value_or(!result.nodes.empty());
-  for (const auto& node : result.nodes) healthy = healthy && (result.quorum.has_value() || node.reachable);
+  for (const auto &node : result.nodes)
+    healthy = healthy && (result.quorum.has_value() || node.reachable);
   if (args.json) {
     nlohmann::ordered_json doc;
     doc["backend"] = settings.backend.url.redacted();
@@ -28,16 +29,19 @@ int run_ping(const PingArguments& args, Context& context) {
     doc["quorum"] = result.quorum ? nlohmann::ordered_json(*result.quorum) : nlohmann::ordered_json(nullptr);
     doc["detail"] = result.detail;
     doc["nodes"] = nlohmann::ordered_json::array();
-    for (const auto& node : result.nodes)
-      doc["nodes"].push_back({{"address", node.address}, {"reachable", node.reachable}, {"version", node.version},
+    for (const auto &node : result.nodes)
+      doc["nodes"].push_back({{"address", node.address},
+                              {"reachable", node.reachable},
+                              {"version", node.version},
                               {"rtt_ms", std::chrono::duration<double, std::milli>(node.round_trip).count()},
                               {"error", node.error}});
     std::cout << doc.dump(2) << "\n";
   } else {
     std::cout << fmt::format("backend:  {}\n", settings.backend.url.redacted());
-    for (const auto& node : result.nodes)
-      std::cout << fmt::format("node:     {}  {}  {}  rtt {:.2f} ms{}\n", node.address, node.reachable ? "reachable" : "UNREACHABLE",
-                               node.version, std::chrono::duration<double, std::milli>(node.round_trip).count(),
+    for (const auto &node : result.nodes)
+      std::cout << fmt::format("node:     {}  {}  {}  rtt {:.2f} ms{}\n", node.address,
+                               node.reachable ? "reachable" : "UNREACHABLE", node.version,
+                               std::chrono::duration<double, std::milli>(node.round_trip).count(),
                                node.error.empty() ? "" : "  " + node.error);
     if (result.quorum) std::cout << fmt::format("quorum:   {}\n", *result.quorum ? "yes" : "NO");
     if (!result.detail.empty()) std::cout << fmt::format("detail:   {}\n", result.detail);
@@ -47,7 +51,7 @@ int run_ping(const PingArguments& args, Context& context) {
 
 } // namespace
 
-void setup_ping(CLI::App& sub, Context& context) {
+void setup_ping(CLI::App &sub, Context &context) {
   auto args = std::make_shared<PingArguments>();
   sub.add_flag("--json", args->json, "One JSON document");
   sub.callback([args, &context] { context.action = [args, &context] { return run_ping(*args, context); }; });

@@ -19,7 +19,7 @@ struct ReleaseArguments {
   bool force = false;
 };
 
-int force_release(const std::string& name, const Settings& settings) {
+int force_release(const std::string &name, const Settings &settings) {
   auto backend = open_backend(settings);
   std::optional<backend::LockStatus> broken = backend->force_release(name);
   if (!broken) {
@@ -28,7 +28,7 @@ int force_release(const std::string& name, const Settings& settings) {
   }
   std::string holder = "an unknown holder";
   if (broken->holder) {
-    const HolderInfo& h = *broken->holder;
+    const HolderInfo &h = *broken->holder;
     holder = fmt::format("pid {} on {}{}{}", h.pid, h.host, h.user.empty() ? "" : " as " + h.user,
                          h.command.empty() ? "" : fmt::format(" ('{}')", h.command));
     if (h.since.time_since_epoch().count()) holder += fmt::format(" since {}", format_utc(h.since));
@@ -38,7 +38,7 @@ int force_release(const std::string& name, const Settings& settings) {
   return 0;
 }
 
-int run_release(const ReleaseArguments& args, Context& context) {
+int run_release(const ReleaseArguments &args, Context &context) {
   validate_name(args.name);
   if (args.force) {
     if (args.token) throw UsageError("give either TOKEN or --force, not both");
@@ -63,10 +63,11 @@ int run_release(const ReleaseArguments& args, Context& context) {
 
 } // namespace
 
-void setup_release(CLI::App& sub, Context& context) {
+void setup_release(CLI::App &sub, Context &context) {
   auto args = std::make_shared<ReleaseArguments>();
   sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
+  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")
+      ->type_name("TOKEN");
   sub.add_flag("--force", args->force, "Break the lock whoever holds it, and print who held it");
   sub.callback([args, &context] { context.action = [args, &context] { return run_release(*args, context); }; });
 }

@@ -20,7 +20,7 @@ struct RenewArguments {
   bool json = false;
 };
 
-int run_renew(const RenewArguments& args, Context& context) {
+int run_renew(const RenewArguments &args, Context &context) {
   validate_name(args.name);
   std::string token = resolve_token(context, args.token);
   Settings settings = context.settings();
@@ -31,7 +31,8 @@ int run_renew(const RenewArguments& args, Context& context) {
   if (runner::is_keeper_token(token) || session_bound(settings)) {
     // Without --ttl a keeper renews for the length given to acquire.
     Millis asked = args.ttl ? ttl : Millis(0);
-    runner::KeeperReply reply = runner::keeper_renew(args.name, token, asked, settings.backend.connect_timeout * 2 + Millis(1000));
+    runner::KeeperReply reply =
+        runner::keeper_renew(args.name, token, asked, settings.backend.connect_timeout * 2 + Millis(1000));
     owned = reply.answer == runner::KeeperAnswer::done;
     granted = reply.ttl;
     fence = reply.fence;
@@ -49,8 +50,9 @@ int run_renew(const RenewArguments& args, Context& context) {
     return to_int(ExitCode::not_held);
   }
   if (args.json) {
-    nlohmann::ordered_json doc = {{"name", args.name}, {"ttl_ms", granted.count()},
-                          {"expires_at", format_utc(std::chrono::system_clock::now() + granted)}};
+    nlohmann::ordered_json doc = {{"name", args.name},
+                                  {"ttl_ms", granted.count()},
+                                  {"expires_at", format_utc(std::chrono::system_clock::now() + granted)}};
     if (fence) doc["fence"] = fence;
     std::cout << doc.dump() << std::endl;
   }
@@ -60,11 +62,15 @@ int run_renew(const RenewArguments& args, Context& context) {
 
 } // namespace
 
-void setup_renew(CLI::App& sub, Context& context) {
+void setup_renew(CLI::App &sub, Context &context) {
   auto args = std::make_shared<RenewArguments>();
   sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")->type_name("TOKEN");
-  sub.add_option("-t,--ttl", args->ttl, "New lease length from now [default: the length given to acquire on session backends, else the ttl setting or 30s]")->type_name("D");
+  sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")
+      ->type_name("TOKEN");
+  sub.add_option("-t,--ttl", args->ttl,
+                 "New lease length from now [default: the length given to acquire on session backends, else the ttl "
+                 "setting or 30s]")
+      ->type_name("D");
   sub.add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
   sub.callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
 }

@@ -22,7 +22,7 @@ struct RunArguments {
   std::optional<std::string> lost_exit_code;
 };
 
-int run_run(const RunArguments& args, Context& context) {
+int run_run(const RunArguments &args, Context &context) {
   validate_name(args.name);
   if (args.shell_command && !args.command.empty())
     throw UsageError("give either -c 'SHELL COMMAND' or -- COMMAND [ARG...], not both");
@@ -51,17 +51,22 @@ int run_run(const RunArguments& args, Context& context) {
 
 } // namespace
 
-void setup_run(CLI::App& run, Context& context) {
+void setup_run(CLI::App &run, Context &context) {
   auto args = std::make_shared<RunArguments>();
   run.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
   run.add_option("command", args->command, "Command and arguments, after --")->type_name("COMMAND");
   run.add_option("-c", args->shell_command, "Run SHELL COMMAND via /bin/sh -c")->type_name("'SHELL COMMAND'");
   run.add_option("-t,--ttl", args->ttl, "Lease length; renewed every ttl/3 [default 30s]")->type_name("D");
-  run.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")->type_name("D");
-  run.add_option("--kill-after", args->kill_after, "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]")->type_name("D");
+  run.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")
+      ->type_name("D");
+  run.add_option("--kill-after", args->kill_after,
+                 "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]")
+      ->type_name("D");
   run.add_option("--max-runtime", args->max_runtime, "Stop the job after D and exit 124")->type_name("D");
-  run.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")->type_name("N");
-  run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")->type_name("N");
+  run.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")
+      ->type_name("N");
+  run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")
+      ->type_name("N");
   run.callback([args, &context] { context.action = [args, &context] { return run_run(*args, context); }; });
 }
 

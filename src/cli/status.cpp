@@ -16,7 +16,7 @@ struct StatusArguments {
   bool json = false;
 };
 
-int run_status(const StatusArguments& args, Context& context) {
+int run_status(const StatusArguments &args, Context &context) {
   validate_name(args.name);
   auto backend = open_backend(context.settings());
   backend::LockStatus status = backend->status(args.name);
@@ -26,7 +26,7 @@ int run_status(const StatusArguments& args, Context& context) {
 
 } // namespace
 
-void setup_status(CLI::App& sub, Context& context) {
+void setup_status(CLI::App &sub, Context &context) {
   auto args = std::make_shared<StatusArguments>();
   sub.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
   sub.add_flag("--json", args->json, "One JSON document");

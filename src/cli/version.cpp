@@ -10,7 +10,7 @@ namespace dlock::cli {
 
 int print_version() {
   std::cout << fmt::format("dlock {}\nbackends:\n", DLOCK_VERSION);
-  for (const auto& info : backend::known_backends()) {
+  for (const auto &info : backend::known_backends()) {
     if (info.hidden) continue;
     std::string where;
     bool available = backend::backend_available(info, &where);
@@ -20,7 +20,7 @@ int print_version() {
   return 0;
 }
 
-void setup_version(CLI::App& sub, Context& context) {
+void setup_version(CLI::App &sub, Context &context) {
   sub.callback([&context] { context.action = [] { return print_version(); }; });
 }
 

@@ -35,14 +35,16 @@ Millis parse_duration(std::string_view text, std::string_view option) {
   while (pos < text.size()) {
     std::size_t start = pos;
     bool seen_dot = false;
-    while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.' && !seen_dot))) {
+    while (pos < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[pos])) || (text[pos] == '.' && !seen_dot))) {
       if (text[pos] == '.') seen_dot = true;
       ++pos;
     }
     std::string number(text.substr(start, pos - start));
     if (number.empty() || number == ".") bad_duration(text, option);
     std::size_t unit_start = pos;
-    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) ++pos;
+    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos])))
+      ++pos;
     std::string_view unit = text.substr(unit_start, pos - unit_start);
     if (unit.empty() && pos < text.size()) bad_duration(text, option);
     if (unit.empty() && !bare) bad_duration(text, option); // "1h30" is ambiguous
@@ -67,7 +69,8 @@ std::string format_duration(Millis value) {
   auto ms = value.count();
   if (ms < 0) return "-" + format_duration(Millis(-ms));
   if (ms < 1000) return fmt::format("{}ms", ms);
-  if (ms < 60'000) return ms % 1000 == 0 ? fmt::format("{}s", ms / 1000) : fmt::format("{:g}s", static_cast<double>(ms) / 1000.0);
+  if (ms < 60'000)
+    return ms % 1000 == 0 ? fmt::format("{}s", ms / 1000) : fmt::format("{:g}s", static_cast<double>(ms) / 1000.0);
   std::string out;
   if (auto hours = ms / 3'600'000) out += fmt::format("{}h", hours);
   if (auto minutes = ms / 60'000 % 60) out += fmt::format("{}m", minutes);
@@ -75,7 +78,7 @@ std::string format_duration(Millis value) {
   return out;
 }
 
-std::string errno_message(const std::string& what, int error_number) {
+std::string errno_message(const std::string &what, int error_number) {
   return fmt::format("{}: {}", what, std::strerror(error_number));
 }
 

@@ -12,7 +12,7 @@ namespace dlock {
 // outcomes (lock busy, token no longer owns the lock) are results, not errors.
 class Error : public std::runtime_error {
 public:
-  Error(ExitCode code, const std::string& message) : std::runtime_error(message), m_code(code) {}
+  Error(ExitCode code, const std::string &message) : std::runtime_error(message), m_code(code) {}
 
   ExitCode code() const { return m_code; }
 
@@ -22,20 +22,20 @@ private:
 
 class UsageError : public Error {
 public:
-  explicit UsageError(const std::string& message) : Error(ExitCode::usage, message) {}
+  explicit UsageError(const std::string &message) : Error(ExitCode::usage, message) {}
 };
 
 class ConfigError : public Error {
 public:
-  explicit ConfigError(const std::string& message) : Error(ExitCode::config, message) {}
+  explicit ConfigError(const std::string &message) : Error(ExitCode::config, message) {}
 };
 
 class UnavailableError : public Error {
 public:
-  explicit UnavailableError(const std::string& message) : Error(ExitCode::unavailable, message) {}
+  explicit UnavailableError(const std::string &message) : Error(ExitCode::unavailable, message) {}
 };
 
 // Formats "what: strerror(errno)" for a failed system call.
-std::string errno_message(const std::string& what, int error_number);
+std::string errno_message(const std::string &what, int error_number);
 
 } // namespace dlock

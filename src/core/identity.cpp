@@ -26,11 +26,11 @@ std::string user_name() {
   // $USER (or $LOGNAME) when set: the password database may sit behind NSS
   // services that cost milliseconds, and the name is only informational,
   // shown by status like the command line.
-  for (const char* variable : {"USER", "LOGNAME"})
-    if (const char* name = std::getenv(variable); name && *name) return name;
+  for (const char *variable : {"USER", "LOGNAME"})
+    if (const char *name = std::getenv(variable); name && *name) return name;
   uid_t uid = geteuid();
   passwd entry{};
-  passwd* result = nullptr;
+  passwd *result = nullptr;
   char buffer[4096];
   if (getpwuid_r(uid, &entry, buffer, sizeof buffer, &result) == 0 && result) return result->pw_name;
   return fmt::format("uid{}", uid);
@@ -39,23 +39,24 @@ std::string user_name() {
 std::string command_line_of(pid_t pid, std::size_t max_bytes) {
   std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw)
+  while (!raw.empty() && raw.back() == '\0')
+    raw.pop_back();
+  for (char &c : raw)
     if (c == '\0') c = ' ';
   if (raw.size() > max_bytes) raw = raw.substr(0, max_bytes - 3) + "...";
   return raw;
 }
 
-std::string join_command(const std::vector<std::string>& argv, std::size_t max_bytes) {
+std::string join_command(const std::vector<std::string> &argv, std::size_t max_bytes) {
   std::string out;
-  for (const auto& arg : argv) {
+  for (const auto &arg : argv) {
     if (!out.empty()) out += ' ';
     bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`") == std::string::npos;
     out += plain ? arg : "'" + arg + "'";
     if (out.size() > max_bytes) break;
   }
   if (out.size() > max_bytes) out = out.substr(0, max_bytes - 3) + "...";
-  for (char& c : out)
+  for (char &c : out)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   return out;
 }
@@ -82,10 +83,11 @@ std::string random_hex(std::size_t bytes) {
   return hex;
 }
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
+bool constant_time_equal(const std::string &a, const std::string &b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
 
@@ -102,8 +104,8 @@ std::string format_utc(std::chrono::system_clock::time_point when) {
   std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   std::tm parts{};
   gmtime_r(&seconds, &parts);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                     parts.tm_hour, parts.tm_min, parts.tm_sec, ms % 1000);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", parts.tm_year + 1900, parts.tm_mon + 1,
+                     parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, ms % 1000);
 }
 
 } // namespace dlock

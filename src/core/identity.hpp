@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <vector>
 #include <sys/types.h>
+#include <vector>
 
 namespace dlock {
 
@@ -23,11 +23,11 @@ std::string user_name();
 // `max_bytes`; empty if it cannot be read.
 std::string command_line_of(pid_t pid, std::size_t max_bytes = 256);
 // Joins argv the way a shell user would read it, cut to `max_bytes`.
-std::string join_command(const std::vector<std::string>& argv, std::size_t max_bytes = 256);
+std::string join_command(const std::vector<std::string> &argv, std::size_t max_bytes = 256);
 // `bytes` random bytes from getrandom(2), as lowercase hex.
 std::string random_hex(std::size_t bytes);
 // Compares secrets in time independent of where they differ.
-bool constant_time_equal(const std::string& a, const std::string& b);
+bool constant_time_equal(const std::string &a, const std::string &b);
 
 std::int64_t to_unix_ms(std::chrono::system_clock::time_point when);
 std::chrono::system_clock::time_point from_unix_ms(std::int64_t ms);

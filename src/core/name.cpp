@@ -9,7 +9,14 @@ namespace dlock {
 bool is_name_char(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-  case '.': case '_': case '-': case ':': case '/': case '@': case '+': case '=':
+  case '.':
+  case '_':
+  case '-':
+  case ':':
+  case '/':
+  case '@':
+  case '+':
+  case '=':
     return true;
   default:
     return false;
@@ -21,7 +28,8 @@ namespace {
 // The name as it can be shown in one line of a message.
 std::string printable(std::string_view name) {
   std::string out;
-  for (char c : name.substr(0, 60)) out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
+  for (char c : name.substr(0, 60))
+    out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
   if (name.size() > 60) out += "...";
   return out;
 }
@@ -41,9 +49,9 @@ void validate_name(std::string_view name, std::string_view what) {
     throw UsageError(fmt::format("{} is {} bytes long; the limit is {}", what, name.size(), k_max_name_bytes));
   for (std::size_t i = 0; i < name.size(); ++i) {
     if (!is_name_char(name[i]))
-      throw UsageError(fmt::format("{} '{}' has a bad character {} at position {}; allowed: letters, digits and . _ - : / @ + =",
-                                   what, printable(name),
-                                   describe_char(name[i]), i + 1));
+      throw UsageError(fmt::format(
+          "{} '{}' has a bad character {} at position {}; allowed: letters, digits and . _ - : / @ + =", what,
+          printable(name), describe_char(name[i]), i + 1));
   }
 }
 

@@ -56,7 +56,8 @@ public:
 SignalInterrupt g_interrupt;
 
 void make_pipe(int fds[2]) {
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
 }
 
 } // namespace
@@ -70,7 +71,8 @@ void Signals::install() {
     // No SA_RESTART: a blocked flock() or poll() must return EINTR.
     action.sa_flags = 0;
     action.sa_handler = on_signal;
-    for (int signo : k_forwarded_signals) sigaction(signo, &action, nullptr);
+    for (int signo : k_forwarded_signals)
+      sigaction(signo, &action, nullptr);
     action.sa_flags = SA_NOCLDSTOP;
     sigaction(SIGCHLD, &action, nullptr);
     action.sa_flags = 0;
@@ -98,7 +100,7 @@ std::vector<int> Signals::drain() {
   return signals;
 }
 
-const Interrupt& Signals::interrupt() { return g_interrupt; }
+const Interrupt &Signals::interrupt() { return g_interrupt; }
 
 void Signals::clear_stop() {
   unsigned char buffer[16];
@@ -111,7 +113,8 @@ void Signals::reset_in_child() {
   struct sigaction action {};
   sigemptyset(&action.sa_mask);
   action.sa_handler = SIG_DFL;
-  for (int signo : k_forwarded_signals) sigaction(signo, &action, nullptr);
+  for (int signo : k_forwarded_signals)
+    sigaction(signo, &action, nullptr);
   sigaction(SIGCHLD, &action, nullptr);
   sigaction(SIGALRM, &action, nullptr);
   sigaction(SIGPIPE, &action, nullptr);
@@ -121,7 +124,7 @@ void Signals::reset_in_child() {
 }
 
 void Signals::reset_after_fork() {
-  for (int* fds : {g_event_pipe, g_stop_pipe}) {
+  for (int *fds : {g_event_pipe, g_stop_pipe}) {
     close(fds[0]);
     close(fds[1]);
     make_pipe(fds);

@@ -35,7 +35,7 @@ public:
   // Reads the signal numbers that arrived since the last call.
   static std::vector<int> drain();
   // The Interrupt view: stop requested by a forwarded signal.
-  static const Interrupt& interrupt();
+  static const Interrupt &interrupt();
   // Forget an earlier stop request (the runner does this once the child
   // runs, after which signals are forwarded instead).
   static void clear_stop();
@@ -56,8 +56,8 @@ class BlockingWait {
 public:
   explicit BlockingWait(std::optional<std::chrono::steady_clock::time_point> deadline);
   ~BlockingWait();
-  BlockingWait(const BlockingWait&) = delete;
-  BlockingWait& operator=(const BlockingWait&) = delete;
+  BlockingWait(const BlockingWait &) = delete;
+  BlockingWait &operator=(const BlockingWait &) = delete;
 
   bool deadline_passed() const;
 

@@ -10,13 +10,13 @@ class UniqueFd {
 public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : m_fd(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
+  UniqueFd(UniqueFd &&other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  UniqueFd &operator=(UniqueFd &&other) noexcept {
     if (this != &other) reset(std::exchange(other.m_fd, -1));
     return *this;
   }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
+  UniqueFd(const UniqueFd &) = delete;
+  UniqueFd &operator=(const UniqueFd &) = delete;
   ~UniqueFd() { reset(); }
 
   int get() const { return m_fd; }

@@ -34,7 +34,7 @@ std::string percent_decode(std::string_view text, std::string_view scheme) {
   return out;
 }
 
-std::string build(const Url& url, bool with_user, bool with_password) {
+std::string build(const Url &url, bool with_user, bool with_password) {
   std::string out = url.scheme + ":";
   if (url.has_authority) {
     out += "//";
@@ -43,11 +43,12 @@ std::string build(const Url& url, bool with_user, bool with_password) {
       if (url.password) out += with_password ? ":***" : "";
       out += "@";
     }
-    for (std::size_t i = 0; i < url.hosts.size(); ++i) out += (i ? "," : "") + url.hosts[i];
+    for (std::size_t i = 0; i < url.hosts.size(); ++i)
+      out += (i ? "," : "") + url.hosts[i];
   }
   out += url.path;
   char sep = '?';
-  for (const auto& [key, value] : url.query) {
+  for (const auto &[key, value] : url.query) {
     bool secret = key == "password" || key == "pass" || key == "key_password";
     out += fmt::format("{}{}={}", sep, key, secret ? "***" : value);
     sep = '&';
@@ -67,14 +68,14 @@ std::string Url::without_credentials() const {
   return build(copy, false, false);
 }
 
-Url parse_url(const std::string& text) {
+Url parse_url(const std::string &text) {
   Url url;
   url.original = text;
   auto colon = text.find(':');
   if (colon == std::string::npos || colon == 0)
     throw ConfigError("bad backend URL: expected SCHEME:..., e.g. file: or redis://127.0.0.1:6379");
   url.scheme = text.substr(0, colon);
-  for (char& c : url.scheme) {
+  for (char &c : url.scheme) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.')
       throw ConfigError("bad backend URL: the scheme may hold only letters, digits, '+', '-' and '.'");
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -17,8 +17,8 @@ struct Url {
   std::vector<std::string> hosts; // "host:port" or "host" as written, in order
   std::string path;               // percent-decoded, with the leading '/'
   std::map<std::string, std::string> query;
-  bool has_authority = false;     // "scheme://..." rather than "scheme:..."
-  std::string original;           // as given; contains the password, never print it
+  bool has_authority = false; // "scheme://..." rather than "scheme:..."
+  std::string original;       // as given; contains the password, never print it
 
   // The URL with the password replaced by "***" (and the query kept).
   std::string redacted() const;
@@ -27,6 +27,6 @@ struct Url {
 };
 
 // Throws ConfigError (exit 78) with a one-line reason on a malformed URL.
-Url parse_url(const std::string& text);
+Url parse_url(const std::string &text);
 
 } // namespace dlock

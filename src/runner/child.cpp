@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <pthread.h>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -15,13 +14,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
-extern char** environ;
+extern char **environ;
 
 namespace dlock::runner {
 
@@ -29,9 +29,9 @@ namespace {
 
 bool g_took_terminal = false;
 
-std::vector<std::string> candidate_paths(const std::string& program) {
+std::vector<std::string> candidate_paths(const std::string &program) {
   if (program.find('/') != std::string::npos) return {program};
-  const char* path = std::getenv("PATH");
+  const char *path = std::getenv("PATH");
   std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
   std::vector<std::string> candidates;
   std::size_t start = 0;
@@ -45,30 +45,32 @@ std::vector<std::string> candidate_paths(const std::string& program) {
   return candidates;
 }
 
-std::vector<std::string> child_environment(const ChildSpec& spec) {
+std::vector<std::string> child_environment(const ChildSpec &spec) {
   std::map<std::string, std::string> values;
   std::vector<std::string> order;
-  for (char** entry = environ; entry && *entry; ++entry) {
+  for (char **entry = environ; entry && *entry; ++entry) {
     std::string item(*entry);
     std::string key = item.substr(0, item.find('='));
     if (!values.count(key)) order.push_back(key);
     values[key] = item;
   }
-  for (const auto& item : spec.environment) {
+  for (const auto &item : spec.environment) {
     std::string key = item.substr(0, item.find('='));
     if (!values.count(key)) order.push_back(key);
     values[key] = item;
   }
-  for (const auto& key : spec.unset) values.erase(key);
+  for (const auto &key : spec.unset)
+    values.erase(key);
   std::vector<std::string> out;
-  for (const auto& key : order)
+  for (const auto &key : order)
     if (auto found = values.find(key); found != values.end()) out.push_back(found->second);
   return out;
 }
 
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
+std::vector<char *> pointers(std::vector<std::string> &strings) {
+  std::vector<char *> out;
+  for (auto &s : strings)
+    out.push_back(s.data());
   out.push_back(nullptr);
   return out;
 }
@@ -84,15 +86,15 @@ namespace {
 // system calls and must not touch the allocator or any lock.
 struct ExecPlan {
   std::vector<std::string> paths;
-  char** argv;
-  char** envp;
+  char **argv;
+  char **envp;
   pid_t parent;
   bool take_terminal;
   int error_fd;
 };
 
-int exec_child(void* arg) {
-  auto* plan = static_cast<ExecPlan*>(arg);
+int exec_child(void *arg) {
+  auto *plan = static_cast<ExecPlan *>(arg);
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != plan->parent) _exit(127); // dlock died before the death signal was armed
@@ -107,7 +109,7 @@ int exec_child(void* arg) {
   Signals::reset_in_child(); // also unblocks every signal
   int err = ENOENT;
   bool denied = false;
-  for (const auto& path : plan->paths) {
+  for (const auto &path : plan->paths) {
     execve(path.c_str(), plan->argv, plan->envp);
     err = errno;
     if (err == EACCES) denied = true;
@@ -120,16 +122,16 @@ int exec_child(void* arg) {
 
 } // namespace
 
-pid_t spawn_child(const ChildSpec& spec) {
+pid_t spawn_child(const ChildSpec &spec) {
   if (spec.argv.empty()) throw UsageError("no command given");
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<std::string> env_strings = child_environment(spec);
-  std::vector<char*> argv = pointers(argv_strings);
-  std::vector<char*> envp = pointers(env_strings);
+  std::vector<char *> argv = pointers(argv_strings);
+  std::vector<char *> envp = pointers(env_strings);
 
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
-  ExecPlan plan{candidate_paths(spec.argv.front()), argv.data(), envp.data(), getpid(),
+  ExecPlan plan{candidate_paths(spec.argv.front()),    argv.data(),  envp.data(), getpid(),
                 spec.take_terminal && owns_terminal(), error_pipe[1]};
 
   // clone(CLONE_VM | CLONE_VFORK) as posix_spawn does: no page tables to
@@ -170,7 +172,7 @@ pid_t spawn_child(const ChildSpec& spec) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     restore_terminal();
-    const std::string& program = spec.argv.front();
+    const std::string &program = spec.argv.front();
     if (err == ENOENT || err == ENOTDIR)
       throw Error(ExitCode::not_found, fmt::format("command not found: {}", program));
     throw Error(ExitCode::cannot_execute, errno_message(fmt::format("cannot execute {}", program), err));
@@ -183,7 +185,8 @@ void restore_terminal() {
   g_took_terminal = false;
   // dlock's group is in the background now: without ignoring SIGTTOU,
   // tcsetpgrp would stop us.
-  struct sigaction ignore {}, previous {};
+  struct sigaction ignore {
+  }, previous{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGTTOU, &ignore, &previous);
@@ -194,10 +197,10 @@ void restore_terminal() {
 std::vector<pid_t> live_descendants() {
   std::multimap<pid_t, pid_t> children; // parent -> child
   std::map<pid_t, char> state;
-  DIR* proc = opendir("/proc");
+  DIR *proc = opendir("/proc");
   if (!proc) return {};
-  while (dirent* entry = readdir(proc)) {
-    char* end = nullptr;
+  while (dirent *entry = readdir(proc)) {
+    char *end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
     std::ifstream in(fmt::format("/proc/{}/stat", pid));

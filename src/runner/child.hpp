@@ -22,7 +22,7 @@ struct ChildSpec {
 // the thread that outlives the child: the death signal fires when the
 // *thread* that forked exits. Throws dlock::Error with exit code 127 (not
 // found) or 126 (cannot execute) if the command cannot be executed.
-pid_t spawn_child(const ChildSpec& spec);
+pid_t spawn_child(const ChildSpec &spec);
 
 // Gives the terminal back to dlock's own process group if spawn_child took it.
 void restore_terminal();

@@ -9,7 +9,7 @@
 
 namespace dlock::runner {
 
-Heartbeat::Heartbeat(backend::Backend& backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
+Heartbeat::Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
     : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd) {
   m_state.confirmed_at = m_lease.confirmed_at;
   m_state.ttl = m_lease.ttl;
@@ -17,7 +17,9 @@ Heartbeat::Heartbeat(backend::Backend& backend, backend::Lease lease, Millis req
 
 Heartbeat::~Heartbeat() { stop(); }
 
-void Heartbeat::start() { m_thread = std::thread([this] { loop(); }); }
+void Heartbeat::start() {
+  m_thread = std::thread([this] { loop(); });
+}
 
 void Heartbeat::quiesce() {
   std::unique_lock lock(m_mutex);
@@ -44,7 +46,8 @@ void Heartbeat::notify_owner() {
 }
 
 void Heartbeat::loop() {
-  std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
+  std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^
+                          static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::unique_lock lock(m_mutex);
   auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
@@ -64,7 +67,7 @@ void Heartbeat::loop() {
     backend::RenewResult result;
     try {
       result = m_backend.renew(m_lease, m_requested_ttl);
-    } catch (const std::exception& failure) {
+    } catch (const std::exception &failure) {
       result.outcome = backend::RenewOutcome::unknown;
       result.reason = failure.what();
     }

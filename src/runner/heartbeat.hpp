@@ -27,10 +27,10 @@ public:
 
   // `wake_fd` (may be -1) gets a byte after every renewal attempt so that a
   // poll() loop re-reads the state.
-  Heartbeat(backend::Backend& backend, backend::Lease lease, Millis requested_ttl, int wake_fd);
+  Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd);
   ~Heartbeat();
-  Heartbeat(const Heartbeat&) = delete;
-  Heartbeat& operator=(const Heartbeat&) = delete;
+  Heartbeat(const Heartbeat &) = delete;
+  Heartbeat &operator=(const Heartbeat &) = delete;
 
   void start();
   bool started() const { return m_thread.joinable(); }
@@ -47,7 +47,7 @@ private:
   void loop();
   void notify_owner();
 
-  backend::Backend& m_backend;
+  backend::Backend &m_backend;
   backend::Lease m_lease;
   Millis m_requested_ttl;
   int m_wake_fd;

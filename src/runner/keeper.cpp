@@ -30,9 +30,9 @@ using nlohmann::json;
 constexpr std::size_t k_id_hex = 16;
 constexpr std::size_t k_secret_hex = 32;
 
-bool is_hex(const std::string& text) { return text.find_first_not_of("0123456789abcdef") == std::string::npos; }
+bool is_hex(const std::string &text) { return text.find_first_not_of("0123456789abcdef") == std::string::npos; }
 
-sockaddr_un keeper_address(const std::string& id, socklen_t& length) {
+sockaddr_un keeper_address(const std::string &id, socklen_t &length) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::string name = "dlock-keeper-" + id; // abstract: sun_path[0] stays '\0'
@@ -41,7 +41,7 @@ sockaddr_un keeper_address(const std::string& id, socklen_t& length) {
   return address;
 }
 
-bool write_all(int fd, const std::string& text) {
+bool write_all(int fd, const std::string &text) {
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = write(fd, text.data() + done, text.size() - done);
@@ -53,7 +53,7 @@ bool write_all(int fd, const std::string& text) {
 }
 
 // Reads one '\n'-terminated line within `timeout`; empty on timeout/EOF.
-std::string read_line(int fd, Millis timeout, const Interrupt* interrupt = nullptr) {
+std::string read_line(int fd, Millis timeout, const Interrupt *interrupt = nullptr) {
   std::string line;
   auto deadline = SteadyClock::now() + timeout;
   for (;;) {
@@ -74,7 +74,7 @@ std::string read_line(int fd, Millis timeout, const Interrupt* interrupt = nullp
   }
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
+std::vector<std::string> split_tabs(const std::string &line) {
   std::vector<std::string> fields;
   std::size_t start = 0;
   for (;;) {
@@ -87,13 +87,13 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 class Keeper {
 public:
-  Keeper(backend::Backend& backend, backend::Lease lease, std::string token, UniqueFd listener)
+  Keeper(backend::Backend &backend, backend::Lease lease, std::string token, UniqueFd listener)
       : m_backend(backend), m_lease(std::move(lease)), m_token(std::move(token)), m_listener(std::move(listener)),
         m_ttl(m_lease.ttl), m_expires(m_lease.confirmed_at + m_lease.ttl),
         m_next_renew(m_lease.confirmed_at + renew_interval(m_lease.ttl)) {}
 
   void serve() {
-    const Interrupt& interrupt = Signals::interrupt();
+    const Interrupt &interrupt = Signals::interrupt();
     for (;;) {
       auto now = SteadyClock::now();
       if (now >= m_expires || interrupt.requested()) {
@@ -118,7 +118,7 @@ private:
     backend::RenewResult result;
     try {
       result = m_backend.renew(m_lease, m_ttl);
-    } catch (const std::exception& failure) {
+    } catch (const std::exception &failure) {
       result.outcome = backend::RenewOutcome::unknown;
     }
     if (result.outcome == backend::RenewOutcome::lost) return false;
@@ -133,7 +133,7 @@ private:
   void release() {
     try {
       m_backend.release(m_lease);
-    } catch (const std::exception&) {
+    } catch (const std::exception &) {
       // The session ends with this process anyway.
     }
   }
@@ -157,7 +157,7 @@ private:
       backend::RenewResult result;
       try {
         result = m_backend.renew(m_lease, m_ttl);
-      } catch (const std::exception& failure) {
+      } catch (const std::exception &failure) {
         result.reason = failure.what();
       }
       if (result.outcome == backend::RenewOutcome::lost) {
@@ -177,7 +177,7 @@ private:
     return true;
   }
 
-  backend::Backend& m_backend;
+  backend::Backend &m_backend;
   backend::Lease m_lease;
   std::string m_token;
   UniqueFd m_listener;
@@ -186,16 +186,17 @@ private:
   SteadyClock::time_point m_next_renew;
 };
 
-void report(int fd, const json& result) { write_all(fd, result.dump() + "\n"); }
+void report(int fd, const json &result) { write_all(fd, result.dump() + "\n"); }
 
-int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& config, const backend::LockRequest& request,
+int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &config, const backend::LockRequest &request,
                 std::optional<Millis> wait) {
   setsid();
   Signals::reset_after_fork();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) return 1;
   int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-  for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
+  for (int fd = 0; fd <= 2; ++fd)
+    dup2(null_fd, fd);
   if (null_fd > 2) close(null_fd);
   [[maybe_unused]] int ignored = chdir("/");
   try {
@@ -207,7 +208,8 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
     UniqueFd listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     socklen_t length = 0;
     sockaddr_un address = keeper_address(id, length);
-    if (!listener || bind(listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 || listen(listener.get(), 16) != 0)
+    if (!listener || bind(listener.get(), reinterpret_cast<sockaddr *>(&address), length) != 0 ||
+        listen(listener.get(), 16) != 0)
       throw Error(ExitCode::internal, errno_message("cannot create the keeper socket", errno));
 
     backend::AcquireResult result = take_lock(*backend, held_request, wait);
@@ -219,7 +221,7 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
       report(result_fd, {{"outcome", "interrupted"}, {"signal", result.signal}});
       return 0;
     }
-    const backend::Lease& lease = *result.lease;
+    const backend::Lease &lease = *result.lease;
     // From here on the keeper outlives `dlock acquire`: disarm the death
     // signal *before* handing out the token, or the caller's exit could make
     // us release a lock whose token it just printed. If the caller is
@@ -229,25 +231,26 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig& confi
       backend->release(lease);
       return 0;
     }
-    report(result_fd, {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", lease.ttl.count()}});
+    report(result_fd,
+           {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", lease.ttl.count()}});
     close(result_fd);
     Keeper keeper(*backend, lease, token, std::move(listener));
     keeper.serve();
-  } catch (const Error& failure) {
+  } catch (const Error &failure) {
     report(result_fd, {{"outcome", "error"}, {"code", to_int(failure.code())}, {"message", failure.what()}});
-  } catch (const std::exception& failure) {
+  } catch (const std::exception &failure) {
     report(result_fd, {{"outcome", "error"}, {"code", to_int(ExitCode::internal)}, {"message", failure.what()}});
   }
   return 0;
 }
 
-KeeperReply ask_keeper(const std::string& request, const std::string& token, Millis timeout) {
+KeeperReply ask_keeper(const std::string &request, const std::string &token, Millis timeout) {
   KeeperReply reply;
   if (!is_keeper_token(token)) return reply;
   UniqueFd connection(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   socklen_t length = 0;
   sockaddr_un address = keeper_address(token.substr(0, k_id_hex), length);
-  if (!connection || connect(connection.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) return reply;
+  if (!connection || connect(connection.get(), reinterpret_cast<sockaddr *>(&address), length) != 0) return reply;
   if (!write_all(connection.get(), request)) return reply;
   std::string line = read_line(connection.get(), timeout);
   auto fields = split_tabs(line);
@@ -265,12 +268,12 @@ KeeperReply ask_keeper(const std::string& request, const std::string& token, Mil
 
 } // namespace
 
-bool is_keeper_token(const std::string& token) {
+bool is_keeper_token(const std::string &token) {
   return token.size() == k_id_hex + 1 + k_secret_hex && token[k_id_hex] == '-' && is_hex(token.substr(0, k_id_hex)) &&
          is_hex(token.substr(k_id_hex + 1));
 }
 
-KeeperResult acquire_with_keeper(const backend::BackendConfig& config, const backend::LockRequest& request,
+KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const backend::LockRequest &request,
                                  std::optional<Millis> wait, int conflict_exit_code) {
   Signals::install();
   std::fflush(nullptr);
@@ -317,16 +320,17 @@ KeeperResult acquire_with_keeper(const backend::BackendConfig& config, const bac
   } else if (outcome == "interrupted") {
     out.exit_status = 128 + result.value("signal", 0);
   } else {
-    throw Error(static_cast<ExitCode>(result.value("code", to_int(ExitCode::internal))), result.value("message", "keeper failed"));
+    throw Error(static_cast<ExitCode>(result.value("code", to_int(ExitCode::internal))),
+                result.value("message", "keeper failed"));
   }
   return out;
 }
 
-KeeperReply keeper_renew(const std::string& name, const std::string& token, Millis ttl, Millis timeout) {
+KeeperReply keeper_renew(const std::string &name, const std::string &token, Millis ttl, Millis timeout) {
   return ask_keeper(fmt::format("renew\t{}\t{}\t{}\n", name, token, ttl.count()), token, timeout);
 }
 
-KeeperReply keeper_release(const std::string& name, const std::string& token, Millis timeout) {
+KeeperReply keeper_release(const std::string &name, const std::string &token, Millis timeout) {
   return ask_keeper(fmt::format("release\t{}\t{}\n", name, token), token, timeout);
 }
 

@@ -23,10 +23,10 @@ struct KeeperResult {
   std::string message;                 // when no lease: what to print (may be empty)
 };
 
-KeeperResult acquire_with_keeper(const backend::BackendConfig& config, const backend::LockRequest& request,
+KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const backend::LockRequest &request,
                                  std::optional<Millis> wait, int conflict_exit_code);
 
-bool is_keeper_token(const std::string& token);
+bool is_keeper_token(const std::string &token);
 
 enum class KeeperAnswer { done, not_owner };
 
@@ -38,7 +38,7 @@ struct KeeperReply {
 
 // Ask the keeper behind `token` to renew for `ttl` or to release. A token
 // whose keeper is gone no longer owns the lock: not_owner.
-KeeperReply keeper_renew(const std::string& name, const std::string& token, Millis ttl, Millis timeout);
-KeeperReply keeper_release(const std::string& name, const std::string& token, Millis timeout);
+KeeperReply keeper_renew(const std::string &name, const std::string &token, Millis ttl, Millis timeout);
+KeeperReply keeper_release(const std::string &name, const std::string &token, Millis timeout);
 
 } // namespace dlock::runner

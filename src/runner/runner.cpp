@@ -40,18 +40,18 @@ int poll_timeout(SteadyClock::time_point now, SteadyClock::time_point wake) {
 
 class Supervisor {
 public:
-  Supervisor(backend::Backend& backend, const RunOptions& options, const backend::Lease& lease, RunObserver* observer)
+  Supervisor(backend::Backend &backend, const RunOptions &options, const backend::Lease &lease, RunObserver *observer)
       : m_backend(backend), m_options(options), m_lease(lease), m_observer(observer) {}
 
   int run() {
     backend::Lease lease = m_lease;
-    std::vector<std::string> environment = {
-        "DLOCK_NAME=" + lease.name, fmt::format("DLOCK_FENCE={}", lease.fence), "DLOCK_TOKEN=" + lease.token,
-        "DLOCK_BACKEND=" + m_options.public_backend_url};
+    std::vector<std::string> environment = {"DLOCK_NAME=" + lease.name, fmt::format("DLOCK_FENCE={}", lease.fence),
+                                            "DLOCK_TOKEN=" + lease.token,
+                                            "DLOCK_BACKEND=" + m_options.public_backend_url};
     ChildSpec spec{m_options.command, environment, {"DLOCK_PASSWORD"}, true};
     try {
       m_child = spawn_child(spec);
-    } catch (const Error&) {
+    } catch (const Error &) {
       m_backend.release(lease);
       throw;
     }
@@ -60,7 +60,8 @@ public:
     Signals::clear_stop();
 
     int wake[2];
-    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
     UniqueFd wake_read(wake[0]), wake_write(wake[1]);
     Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake_write.get());
     supervise(heartbeat, wake_read.get());
@@ -91,7 +92,7 @@ private:
     }
   }
 
-  void supervise(Heartbeat& heartbeat, int wake_fd) {
+  void supervise(Heartbeat &heartbeat, int wake_fd) {
     const Millis kill_after = m_options.kill_after;
     auto max_at = m_options.max_runtime ? m_started + *m_options.max_runtime : SteadyClock::time_point::max();
     auto stop_kill_at = SteadyClock::time_point::max();
@@ -106,7 +107,8 @@ private:
       Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
       if (m_stop == StopReason::none) {
         if (state.lost) {
-          begin_stop(StopReason::lost, state.reason, std::min(now + deadlines.kill_after, deadlines.kill_at), stop_kill_at);
+          begin_stop(StopReason::lost, state.reason, std::min(now + deadlines.kill_after, deadlines.kill_at),
+                     stop_kill_at);
         } else if (now >= deadlines.term_at) {
           begin_stop(StopReason::lease_deadline, state.reason, deadlines.kill_at, stop_kill_at);
         } else if (now >= max_at) {
@@ -138,21 +140,21 @@ private:
     }
   }
 
-  void begin_stop(StopReason reason, const std::string& why, SteadyClock::time_point kill_by,
-                  SteadyClock::time_point& stop_kill_at) {
+  void begin_stop(StopReason reason, const std::string &why, SteadyClock::time_point kill_by,
+                  SteadyClock::time_point &stop_kill_at) {
     m_stop = reason;
     m_stop_reason = why;
     stop_kill_at = kill_by;
     send(SIGTERM);
   }
 
-  int finish(const Heartbeat::State& state, const backend::Lease& lease) {
-    const std::string& name = lease.name;
+  int finish(const Heartbeat::State &state, const backend::Lease &lease) {
+    const std::string &name = lease.name;
     if (m_stop != StopReason::lost) {
       try {
         if (m_backend.release(lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
-      } catch (const std::exception& failure) {
+      } catch (const std::exception &failure) {
         say("warning: could not release lock '{}': {}; it ends when its lease runs out", name, failure.what());
       }
     }
@@ -160,14 +162,16 @@ private:
     detail(1, "released '{}' after {} ({} renewals)", name, format_duration(held_for), state.renewals);
     switch (m_stop) {
     case StopReason::lost:
-      say("lost lock '{}': {}; the job was stopped", name, m_stop_reason.empty() ? "the backend refused the renewal" : m_stop_reason);
+      say("lost lock '{}': {}; the job was stopped", name,
+          m_stop_reason.empty() ? "the backend refused the renewal" : m_stop_reason);
       return m_options.lost_exit_code;
     case StopReason::lease_deadline:
       say("lock '{}' could not be renewed before its lease could lapse{}; the job was stopped", name,
           m_stop_reason.empty() ? "" : " (" + m_stop_reason + ")");
       return m_options.lost_exit_code;
     case StopReason::max_runtime:
-      say("job under lock '{}' ran past --max-runtime {}; it was stopped", name, format_duration(*m_options.max_runtime));
+      say("job under lock '{}' ran past --max-runtime {}; it was stopped", name,
+          format_duration(*m_options.max_runtime));
       return to_int(ExitCode::max_runtime);
     case StopReason::none:
       break;
@@ -175,10 +179,10 @@ private:
     return m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal);
   }
 
-  backend::Backend& m_backend;
-  const RunOptions& m_options;
+  backend::Backend &m_backend;
+  const RunOptions &m_options;
   backend::Lease m_lease;
-  RunObserver* m_observer;
+  RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
   SteadyClock::time_point m_started;
@@ -188,21 +192,22 @@ private:
 
 } // namespace
 
-std::string describe_holder(backend::Backend& backend, const std::string& name) {
+std::string describe_holder(backend::Backend &backend, const std::string &name) {
   try {
     backend::LockStatus status = backend.status(name);
     if (!status.holder) return {};
-    const auto& h = *status.holder;
+    const auto &h = *status.holder;
     std::string text = fmt::format(" (held by pid {} on {}", h.pid, h.host);
     if (!h.user.empty()) text += fmt::format(" as {}", h.user);
     if (!h.command.empty()) text += fmt::format(", '{}'", h.command);
     return text + ")";
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     return {};
   }
 }
 
-backend::AcquireResult take_lock(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait) {
+backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockRequest &request,
+                                 std::optional<Millis> wait) {
   Signals::install();
   if (wait && wait->count() == 0) return backend.try_acquire(request);
   std::optional<SteadyClock::time_point> deadline;
@@ -210,7 +215,7 @@ backend::AcquireResult take_lock(backend::Backend& backend, const backend::LockR
   return backend.acquire(request, deadline, Signals::interrupt());
 }
 
-Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait,
+Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &request, std::optional<Millis> wait,
                         int conflict_exit_code, bool quiet) {
   auto started = SteadyClock::now();
   backend::AcquireResult result = take_lock(backend, request, wait);
@@ -236,7 +241,7 @@ Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& r
   return {std::nullopt, to_int(ExitCode::internal)};
 }
 
-int run_locked(backend::Backend& backend, const RunOptions& options, RunObserver* observer) {
+int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer) {
   Signals::install();
   // Orphaned descendants (a job that daemonized a helper) are re-parented
   // to us, so they can be stopped on lock loss and waited for.

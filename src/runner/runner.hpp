@@ -25,7 +25,7 @@ struct RunOptions {
 class RunObserver {
 public:
   virtual ~RunObserver() = default;
-  virtual void on_acquired(const backend::Lease&) {}
+  virtual void on_acquired(const backend::Lease &) {}
   virtual void on_child_started(pid_t) {}
   virtual void on_signal_sent(int /*signo*/, SteadyClock::time_point) {}
 };
@@ -34,14 +34,15 @@ public:
 // lease, enforces the safety timeline, forwards signals, waits until every
 // descendant is gone, releases with compare-and-delete, and returns the exit
 // status for dlock (the child's, 128+N, conflict, lost or 124).
-int run_locked(backend::Backend& backend, const RunOptions& options, RunObserver* observer = nullptr);
+int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer = nullptr);
 
 // " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.
-std::string describe_holder(backend::Backend& backend, const std::string& name);
+std::string describe_holder(backend::Backend &backend, const std::string &name);
 
 // One attempt when `wait` is 0, else waits until it passes (nullopt:
 // forever) or a forwarded signal arrives.
-backend::AcquireResult take_lock(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait);
+backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockRequest &request,
+                                 std::optional<Millis> wait);
 
 // Takes the lock per options.wait, printing the busy message unless quiet.
 // Returns the lease, or the exit status to end with (busy / interrupted).
@@ -49,7 +50,7 @@ struct Acquisition {
   std::optional<backend::Lease> lease;
   int exit_status = 0;
 };
-Acquisition acquire_for(backend::Backend& backend, const backend::LockRequest& request, std::optional<Millis> wait,
+Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &request, std::optional<Millis> wait,
                         int conflict_exit_code, bool quiet);
 
 } // namespace dlock::runner

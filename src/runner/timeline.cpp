@@ -15,7 +15,8 @@ Millis effective_kill_after(Millis ttl, Millis kill_after) {
 }
 
 Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_after) {
-  auto usable = std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(ttl.count()) * 1000.0 * (1.0 - k_drift)));
+  auto usable =
+      std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(ttl.count()) * 1000.0 * (1.0 - k_drift)));
   Deadlines d;
   d.kill_after = effective_kill_after(ttl, kill_after);
   d.kill_at = t0 + duration_cast<SteadyClock::duration>(usable) - safety_margin(ttl);

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 namespace {
 
 BackendConfig config() {
-  const char* url = std::getenv("DLOCK_CONFORMANCE_URL");
+  const char *url = std::getenv("DLOCK_CONFORMANCE_URL");
   REQUIRE(url);
   BackendConfig config;
   config.url = parse_url(url);
@@ -33,12 +33,12 @@ BackendConfig config() {
 // A fresh client, as a second process would have.
 std::unique_ptr<Backend> client() { return create_backend(config()); }
 
-std::string unique(const std::string& base) {
+std::string unique(const std::string &base) {
   static int counter = 0;
   return base + "/" + std::to_string(getpid()) + "-" + std::to_string(++counter);
 }
 
-LockRequest request_for(const std::string& name, Millis ttl = 2000ms) {
+LockRequest request_for(const std::string &name, Millis ttl = 2000ms) {
   LockRequest request;
   request.name = name;
   request.ttl = ttl;
@@ -46,7 +46,7 @@ LockRequest request_for(const std::string& name, Millis ttl = 2000ms) {
   return request;
 }
 
-Lease must_acquire(Backend& backend, const LockRequest& request) {
+Lease must_acquire(Backend &backend, const LockRequest &request) {
   AcquireResult result = backend.try_acquire(request);
   REQUIRE(result.outcome == AcquireOutcome::acquired);
   REQUIRE(result.lease);
@@ -214,7 +214,8 @@ TEST_CASE("names that differ only in punctuation are different locks") {
   Lease colon = must_acquire(*a, request_for(base + "/a:b"));
   Lease under = must_acquire(*a, request_for(base + "/a_b"));
   Lease dots = must_acquire(*a, request_for(base + "/.."));
-  for (auto* lease : {&slash, &colon, &under, &dots}) CHECK(a->release(*lease) == ReleaseOutcome::released);
+  for (auto *lease : {&slash, &colon, &under, &dots})
+    CHECK(a->release(*lease) == ReleaseOutcome::released);
 }
 
 TEST_CASE("force release breaks the holder's lock; its next renewal is lost") {
@@ -237,5 +238,6 @@ TEST_CASE("force release breaks the holder's lock; its next renewal is lost") {
 TEST_CASE("ping reaches the backend") {
   PingResult result = client()->ping();
   REQUIRE_FALSE(result.nodes.empty());
-  for (const auto& node : result.nodes) CHECK(node.reachable);
+  for (const auto &node : result.nodes)
+    CHECK(node.reachable);
 }

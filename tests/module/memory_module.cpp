@@ -15,34 +15,35 @@ using namespace dlock::backend;
 
 class MemoryBackend final : public Backend {
 public:
-  AcquireResult try_acquire(const LockRequest& request) override {
+  AcquireResult try_acquire(const LockRequest &request) override {
     if (m_locks.count(request.name)) return {AcquireOutcome::busy, std::nullopt, 0};
     Lease lease{request.name, random_hex(16), ++m_fence, request.ttl, SteadyClock::now()};
     m_locks[request.name] = lease.token;
     return {AcquireOutcome::acquired, lease, 0};
   }
-  AcquireResult acquire(const LockRequest& request, std::optional<SteadyClock::time_point>, const Interrupt&) override {
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point>,
+                        const Interrupt &) override {
     return try_acquire(request);
   }
-  RenewResult renew(const Lease& lease, Millis ttl) override {
+  RenewResult renew(const Lease &lease, Millis ttl) override {
     auto sent_at = SteadyClock::now();
     if (!owns(lease)) return {RenewOutcome::lost, {}, sent_at, "not held"};
     return {RenewOutcome::renewed, ttl, sent_at, ""};
   }
-  ReleaseOutcome release(const Lease& lease) override {
+  ReleaseOutcome release(const Lease &lease) override {
     if (!owns(lease)) return ReleaseOutcome::not_owner;
     m_locks.erase(lease.name);
     return ReleaseOutcome::released;
   }
-  std::optional<LockStatus> force_release(const std::string&) override { return std::nullopt; }
-  LockStatus status(const std::string& name) override { return {name, m_locks.count(name) > 0, {}, {}, {}, {}, ""}; }
-  std::vector<LockStatus> list(const std::string&) override { return {}; }
+  std::optional<LockStatus> force_release(const std::string &) override { return std::nullopt; }
+  LockStatus status(const std::string &name) override { return {name, m_locks.count(name) > 0, {}, {}, {}, {}, ""}; }
+  std::vector<LockStatus> list(const std::string &) override { return {}; }
   PingResult ping() override {
     return {{NodeHealth{"memory", true, "test module", Millis(0), ""}}, std::nullopt, "loaded from a module"};
   }
 
 private:
-  bool owns(const Lease& lease) const {
+  bool owns(const Lease &lease) const {
     auto found = m_locks.find(lease.name);
     return found != m_locks.end() && found->second == lease.token;
   }
@@ -50,7 +51,7 @@ private:
   std::uint64_t m_fence = 0;
 };
 
-std::unique_ptr<Backend> create(const BackendConfig&) { return std::make_unique<MemoryBackend>(); }
+std::unique_ptr<Backend> create(const BackendConfig &) { return std::make_unique<MemoryBackend>(); }
 
 } // namespace
 

@@ -12,8 +12,9 @@ namespace {
 
 int cli(std::vector<std::string> args) {
   args.insert(args.begin(), "dlock");
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
+  std::vector<char *> argv;
+  for (auto &arg : args)
+    argv.push_back(arg.data());
   argv.push_back(nullptr);
   return cli_main(static_cast<int>(args.size()), argv.data());
 }

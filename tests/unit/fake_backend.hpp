@@ -16,12 +16,12 @@ public:
   enum class RenewMode { confirm, refuse, fail, hang };
 
   RenewMode renew_mode = RenewMode::confirm;
-  int confirm_first = 0;          // renewals confirmed before renew_mode applies
-  Millis granted_ttl{0};          // 0: grant what was asked
+  int confirm_first = 0; // renewals confirmed before renew_mode applies
+  Millis granted_ttl{0}; // 0: grant what was asked
   bool held_by_other = false;
   std::uint64_t next_fence = 100;
 
-  backend::AcquireResult try_acquire(const backend::LockRequest& request) override {
+  backend::AcquireResult try_acquire(const backend::LockRequest &request) override {
     std::lock_guard lock(m_mutex);
     if (held_by_other || m_held) return {backend::AcquireOutcome::busy, std::nullopt, 0};
     m_held = true;
@@ -30,12 +30,12 @@ public:
     return {backend::AcquireOutcome::acquired, lease, 0};
   }
 
-  backend::AcquireResult acquire(const backend::LockRequest& request, std::optional<backend::SteadyClock::time_point>,
-                                 const Interrupt&) override {
+  backend::AcquireResult acquire(const backend::LockRequest &request, std::optional<backend::SteadyClock::time_point>,
+                                 const Interrupt &) override {
     return try_acquire(request);
   }
 
-  backend::RenewResult renew(const backend::Lease&, Millis ttl) override {
+  backend::RenewResult renew(const backend::Lease &, Millis ttl) override {
     backend::RenewResult result;
     auto sent_at = backend::SteadyClock::now();
     std::unique_lock lock(m_mutex);
@@ -66,7 +66,7 @@ public:
     m_unhang.notify_all();
   }
 
-  backend::ReleaseOutcome release(const backend::Lease&) override {
+  backend::ReleaseOutcome release(const backend::Lease &) override {
     std::lock_guard lock(m_mutex);
     ++releases;
     bool was = m_held;
@@ -74,9 +74,11 @@ public:
     return was ? backend::ReleaseOutcome::released : backend::ReleaseOutcome::not_owner;
   }
 
-  std::optional<backend::LockStatus> force_release(const std::string&) override { return std::nullopt; }
-  backend::LockStatus status(const std::string& name) override { return {name, m_held || held_by_other, {}, {}, {}, {}, ""}; }
-  std::vector<backend::LockStatus> list(const std::string&) override { return {}; }
+  std::optional<backend::LockStatus> force_release(const std::string &) override { return std::nullopt; }
+  backend::LockStatus status(const std::string &name) override {
+    return {name, m_held || held_by_other, {}, {}, {}, {}, ""};
+  }
+  std::vector<backend::LockStatus> list(const std::string &) override { return {}; }
   backend::PingResult ping() override { return {}; }
 
   std::vector<backend::SteadyClock::time_point> renew_times;

@@ -24,12 +24,12 @@ TEST_CASE("durations accept the documented forms") {
 }
 
 TEST_CASE("bad durations are usage errors naming the option") {
-  for (const char* bad : {"", "5x", "-1", "1h30", "s", "1..5s", "forever", "1 s", "ms", "99999999999h"}) {
+  for (const char *bad : {"", "5x", "-1", "1h30", "s", "1..5s", "forever", "1 s", "ms", "99999999999h"}) {
     INFO(bad);
     try {
       parse_duration(bad, "--ttl");
       FAIL("accepted");
-    } catch (const Error& failure) {
+    } catch (const Error &failure) {
       CHECK(failure.code() == ExitCode::usage);
       CHECK(std::string(failure.what()).find("--ttl") != std::string::npos);
     }
@@ -56,13 +56,13 @@ TEST_CASE("a bad name character is named in the message") {
   try {
     validate_name("a b");
     FAIL("accepted");
-  } catch (const UsageError& failure) {
+  } catch (const UsageError &failure) {
     CHECK(std::string(failure.what()).find("' ' (space)") != std::string::npos);
   }
   try {
     validate_name("a\nb");
     FAIL("accepted");
-  } catch (const UsageError& failure) {
+  } catch (const UsageError &failure) {
     std::string message = failure.what();
     CHECK(message.find("0x0a") != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);

@@ -6,9 +6,9 @@
 
 #include <csignal>
 #include <fstream>
+#include <mutex>
 #include <sys/stat.h>
 #include <thread>
-#include <mutex>
 #include <unistd.h>
 
 using namespace dlock;
@@ -31,7 +31,7 @@ struct Recorder : runner::RunObserver {
     if (on_signal) on_signal(signo);
   }
   std::optional<SteadyClock::time_point> first(int signo) {
-    for (auto& [s, at] : signals)
+    for (auto &[s, at] : signals)
       if (s == signo) return at;
     return std::nullopt;
   }
@@ -184,7 +184,8 @@ TEST_CASE("signals to dlock are forwarded to the child's process group") {
   std::string fifo = "/tmp/dlock-unit-fifo-" + std::to_string(getpid());
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   // The child says "ready" once its trap is set; only then is the signal sent.
-  auto options = options_for({"/bin/sh", "-c", "trap 'exit 9' USR1; echo ready > " + fifo + "; while :; do sleep 0.01; done"}, 30s);
+  auto options = options_for(
+      {"/bin/sh", "-c", "trap 'exit 9' USR1; echo ready > " + fifo + "; while :; do sleep 0.01; done"}, 30s);
   struct Sender : runner::RunObserver {
     std::string fifo;
     std::thread thread;

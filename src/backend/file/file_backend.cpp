@@ -26,10 +26,11 @@ std::int64_t now_unix_ms() { return to_unix_ms(std::chrono::system_clock::now())
 
 std::uint64_t now_unix_us() {
   return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 }
 
-bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
 
 // The user of a process, from the owner of /proc/PID.
 std::string user_of(pid_t pid) {
@@ -41,17 +42,16 @@ std::string user_of(pid_t pid) {
 
 class FileBackend final : public Backend {
 public:
-  explicit FileBackend(const BackendConfig& config)
-      : m_dir(LockDir::open(config.url, config.lock_namespace)) {}
+  explicit FileBackend(const BackendConfig &config) : m_dir(LockDir::open(config.url, config.lock_namespace)) {}
 
-  AcquireResult try_acquire(const LockRequest& request) override { return take(request, false, std::nullopt, nullptr); }
+  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
 
-  AcquireResult acquire(const LockRequest& request, std::optional<SteadyClock::time_point> deadline,
-                        const Interrupt& interrupt) override {
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) override {
     return take(request, true, deadline, &interrupt);
   }
 
-  RenewResult renew(const Lease& lease, Millis ttl) override {
+  RenewResult renew(const Lease &lease, Millis ttl) override {
     RenewResult result;
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) {
@@ -62,7 +62,8 @@ public:
     auto sent_at = SteadyClock::now();
     if (!still_ours(held->second)) {
       result.outcome = RenewOutcome::lost;
-      result.reason = fmt::format("lock file {}/{} was replaced (broken with release --force?)", m_dir.path(), held->second.file);
+      result.reason =
+          fmt::format("lock file {}/{} was replaced (broken with release --force?)", m_dir.path(), held->second.file);
       return result;
     }
     held->second.record.ttl_ms = ttl.count();
@@ -74,7 +75,7 @@ public:
     return result;
   }
 
-  ReleaseOutcome release(const Lease& lease) override {
+  ReleaseOutcome release(const Lease &lease) override {
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) return ReleaseOutcome::not_owner;
     bool ours = still_ours(held->second);
@@ -88,7 +89,7 @@ public:
     return ours ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
 
-  std::optional<LockStatus> force_release(const std::string& name) override {
+  std::optional<LockStatus> force_release(const std::string &name) override {
     LockStatus before = status(name);
     if (!before.held) return std::nullopt;
     std::string file = LockDir::file_name(name);
@@ -109,14 +110,15 @@ public:
       unlinkat(m_dir.fd(), temp.c_str(), 0);
       throw permission_or_io(fmt::format("cannot break lock '{}' in {}", name, m_dir.path()), err);
     }
-    std::erase_if(m_held, [&](const auto& entry) { return entry.second.file == file; });
+    std::erase_if(m_held, [&](const auto &entry) { return entry.second.file == file; });
     return before;
   }
 
-  LockStatus status(const std::string& name) override {
+  LockStatus status(const std::string &name) override {
     LockStatus status;
     status.name = name;
-    int fd = openat(m_dir.fd(), LockDir::file_name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd =
+        openat(m_dir.fd(), LockDir::file_name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
       if (errno == ENOENT) return status;
       throw permission_or_io(fmt::format("cannot read lock '{}' in {}", name, m_dir.path()), errno);
@@ -150,25 +152,25 @@ public:
     return status;
   }
 
-  std::vector<LockStatus> list(const std::string& prefix) override {
+  std::vector<LockStatus> list(const std::string &prefix) override {
     std::vector<LockStatus> held;
     int dup_fd = fcntl(m_dir.fd(), F_DUPFD_CLOEXEC, 0);
     if (dup_fd < 0) throw Error(ExitCode::internal, errno_message("cannot list locks", errno));
-    DIR* dir = fdopendir(dup_fd);
+    DIR *dir = fdopendir(dup_fd);
     if (!dir) {
       close(dup_fd);
       throw Error(ExitCode::internal, errno_message("cannot list locks", errno));
     }
-    auto close_dir = [](DIR* d) { closedir(d); };
+    auto close_dir = [](DIR *d) { closedir(d); };
     std::unique_ptr<DIR, decltype(close_dir)> guard(dir, close_dir);
     rewinddir(dir);
-    while (dirent* entry = readdir(dir)) {
+    while (dirent *entry = readdir(dir)) {
       auto name = LockDir::name_from_file(entry->d_name);
       if (!name || name->compare(0, prefix.size(), prefix) != 0) continue;
       LockStatus status = this->status(*name);
       if (status.held) held.push_back(std::move(status));
     }
-    std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(held.begin(), held.end(), [](const auto &a, const auto &b) { return a.name < b.name; });
     return held;
   }
 
@@ -198,7 +200,7 @@ private:
 
   mode_t lock_file_mode() const { return m_dir.shared() ? 0666 : 0644; }
 
-  static Error permission_or_io(const std::string& what, int err) {
+  static Error permission_or_io(const std::string &what, int err) {
     if (err == EACCES || err == EPERM) return Error(ExitCode::auth, errno_message(what, err));
     return Error(ExitCode::unavailable, errno_message(what, err));
   }
@@ -206,7 +208,7 @@ private:
   // Opens (creating if needed) the lock file without following symlinks,
   // refusing anything but a plain file with a single link, so nobody can
   // point dlock at a file of theirs to overwrite.
-  UniqueFd open_lock_file(const std::string& name, const std::string& file, bool& writable) const {
+  UniqueFd open_lock_file(const std::string &name, const std::string &file, bool &writable) const {
     constexpr int base = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
     int fd = openat(m_dir.fd(), file.c_str(), O_RDWR | O_CREAT | base, lock_file_mode());
     writable = fd >= 0;
@@ -225,14 +227,14 @@ private:
     return guard;
   }
 
-  bool still_ours(const Held& held) const {
+  bool still_ours(const Held &held) const {
     struct stat now {};
     if (fstatat(m_dir.fd(), held.file.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
     return same_file(now, held.identity);
   }
 
-  AcquireResult take(const LockRequest& request, bool wait, std::optional<SteadyClock::time_point> deadline,
-                     const Interrupt* interrupt) {
+  AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
+                     const Interrupt *interrupt) {
     const std::string file = LockDir::file_name(request.name);
     for (;;) {
       bool writable = false;
@@ -243,7 +245,8 @@ private:
         if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
         BlockingWait blocking(deadline);
         for (;;) {
-          if (int signo = interrupt ? interrupt->requested() : 0) return {AcquireOutcome::interrupted, std::nullopt, signo};
+          if (int signo = interrupt ? interrupt->requested() : 0)
+            return {AcquireOutcome::interrupted, std::nullopt, signo};
           if (blocking.deadline_passed()) return {AcquireOutcome::busy, std::nullopt, 0};
           sent_at = SteadyClock::now();
           if (flock(fd.get(), LOCK_EX) == 0) break;
@@ -259,7 +262,7 @@ private:
     }
   }
 
-  Lease record_holder(const LockRequest& request, Held held, bool writable, SteadyClock::time_point sent_at) {
+  Lease record_holder(const LockRequest &request, Held held, bool writable, SteadyClock::time_point sent_at) {
     LockRecord previous = read_record(held.fd.get(), &held.file_size);
     // The fence is the larger of the stored counter + 1 and the wall clock in
     // microseconds, so it keeps growing even if the directory is wiped (a
@@ -275,7 +278,8 @@ private:
     held.record.renewed_ms = now_unix_ms();
     if (writable) {
       if (!write_record(held.fd.get(), held.record, held.file_size))
-        throw Error(ExitCode::unavailable, errno_message(fmt::format("cannot write lock file in {}", m_dir.path()), errno));
+        throw Error(ExitCode::unavailable,
+                    errno_message(fmt::format("cannot write lock file in {}", m_dir.path()), errno));
       if (must_sync) fdatasync(held.fd.get());
     }
     Lease lease;
@@ -294,6 +298,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> create_file_backend(const BackendConfig& config) { return std::make_unique<FileBackend>(config); }
+std::unique_ptr<Backend> create_file_backend(const BackendConfig &config) {
+  return std::make_unique<FileBackend>(config);
+}
 
 } // namespace dlock::backend::file

@@ -12,6 +12,6 @@ namespace dlock::backend::file {
 // the holder record (JSON) and the fence counter. T is nominal (--ttl): the
 // lock lasts as long as the holding process, and renewals only check that
 // nobody broke it with `release --force`.
-std::unique_ptr<Backend> create_file_backend(const BackendConfig& config);
+std::unique_ptr<Backend> create_file_backend(const BackendConfig &config);
 
 } // namespace dlock::backend::file

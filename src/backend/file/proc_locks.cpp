@@ -17,7 +17,8 @@ KernelLockView read_kernel_locks(dev_t device, ino_t inode) {
   KernelLockView view;
   std::ifstream in("/proc/locks");
   char wanted[64];
-  std::snprintf(wanted, sizeof wanted, "%02x:%02x:%lu", major(device), minor(device), static_cast<unsigned long>(inode));
+  std::snprintf(wanted, sizeof wanted, "%02x:%02x:%lu", major(device), minor(device),
+                static_cast<unsigned long>(inode));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);

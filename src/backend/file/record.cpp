@@ -7,11 +7,11 @@
 
 namespace dlock::backend::file {
 
-std::string encode_record(const LockRecord& record) {
+std::string encode_record(const LockRecord &record) {
   nlohmann::json doc;
   doc["fence"] = record.fence;
   if (record.holder) {
-    const HolderInfo& h = *record.holder;
+    const HolderInfo &h = *record.holder;
     doc["host"] = h.host;
     doc["pid"] = h.pid;
     doc["user"] = h.user;
@@ -23,7 +23,7 @@ std::string encode_record(const LockRecord& record) {
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-LockRecord decode_record(const std::string& text) {
+LockRecord decode_record(const std::string &text) {
   LockRecord record;
   auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return record;
@@ -40,13 +40,13 @@ LockRecord decode_record(const std::string& text) {
       record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
       record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
     }
-  } catch (const nlohmann::json::exception&) {
+  } catch (const nlohmann::json::exception &) {
     return LockRecord{};
   }
   return record;
 }
 
-LockRecord read_record(int fd, std::size_t* size) {
+LockRecord read_record(int fd, std::size_t *size) {
   // Records are a few hundred bytes; read them without a large buffer, as
   // this is on the hand-over path.
   constexpr std::size_t k_limit = 65536;
@@ -62,7 +62,7 @@ LockRecord read_record(int fd, std::size_t* size) {
   return decode_record(text);
 }
 
-bool write_record(int fd, const LockRecord& record, std::size_t& file_size) {
+bool write_record(int fd, const LockRecord &record, std::size_t &file_size) {
   std::string text = encode_record(record);
   if (text.size() < file_size) text.insert(text.size() - 1, file_size - text.size(), ' ');
   std::size_t written = 0;
