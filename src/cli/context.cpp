@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/name.hpp"
 #include "core/url.hpp"
+#include "runner/keeper.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -123,6 +124,10 @@ std::unique_ptr<backend::Backend> open_backend(const Settings &settings) {
 
 bool session_bound(const Settings &settings) {
   return backend::find_backend(settings.backend.url.scheme).session_bound;
+}
+
+bool held_by_keeper(const std::string &token, const Settings &settings) {
+  return runner::is_keeper_token(token) || session_bound(settings);
 }
 
 std::string resolve_token(Context &context, const std::optional<std::string> &argument) {

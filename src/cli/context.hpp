@@ -51,6 +51,10 @@ int parse_exit_code(const std::optional<std::string> &text, int fallback, std::s
 std::unique_ptr<backend::Backend> open_backend(const Settings &settings);
 bool session_bound(const Settings &settings);
 
+// renew/release of this token go to the acquire keeper that holds the lock
+// (session-bound backends), not to the backend itself.
+bool held_by_keeper(const std::string &token, const Settings &settings);
+
 // TOKEN from the argument, "-" (one line of stdin) or $DLOCK_TOKEN. The
 // argument's bytes in argv are overwritten so that `ps` does not show it
 // for longer than the start of the process.

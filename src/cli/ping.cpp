@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 namespace dlock::cli {
@@ -19,9 +20,10 @@ int run_ping(const PingArguments &args, Context &context) {
   Settings settings = context.settings();
   auto backend = open_backend(settings);
   backend::PingResult result = backend->ping();
-  bool healthy = result.quorum.value_or(!result.nodes.empty());
-  for (const auto &node : result.nodes)
-    healthy = healthy && (result.quorum.has_value() || node.reachable);
+  // Multi-node backends judge by quorum; otherwise every node must answer.
+  bool healthy = result.quorum ? *result.quorum
+                               : !result.nodes.empty() && std::all_of(result.nodes.begin(), result.nodes.end(),
+                                                                      [](const auto &node) { return node.reachable; });
   if (args.json) {
     nlohmann::ordered_json doc;
     doc["backend"] = settings.backend.url.redacted();

@@ -47,7 +47,7 @@ int run_release(const ReleaseArguments &args, Context &context) {
   std::string token = resolve_token(context, args.token);
   Settings settings = context.settings();
   bool released = false;
-  if (runner::is_keeper_token(token) || session_bound(settings)) {
+  if (held_by_keeper(token, settings)) {
     auto reply = runner::keeper_release(args.name, token, settings.backend.connect_timeout * 2 + Millis(1000));
     released = reply.answer == runner::KeeperAnswer::done;
   } else {

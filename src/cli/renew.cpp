@@ -28,7 +28,7 @@ int run_renew(const RenewArguments &args, Context &context) {
   Millis granted = ttl;
   std::uint64_t fence = 0;
   bool owned = false;
-  if (runner::is_keeper_token(token) || session_bound(settings)) {
+  if (held_by_keeper(token, settings)) {
     // Without --ttl a keeper renews for the length given to acquire.
     Millis asked = args.ttl ? ttl : Millis(0);
     runner::KeeperReply reply =

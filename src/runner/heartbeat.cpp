@@ -9,6 +9,17 @@
 
 namespace dlock::runner {
 
+backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl) {
+  try {
+    return backend.renew(lease, ttl);
+  } catch (const std::exception &failure) {
+    backend::RenewResult result;
+    result.outcome = backend::RenewOutcome::unknown;
+    result.reason = failure.what();
+    return result;
+  }
+}
+
 Heartbeat::Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
     : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd) {
   m_state.confirmed_at = m_lease.confirmed_at;
@@ -64,13 +75,7 @@ void Heartbeat::loop() {
     }
     m_renewing = true;
     lock.unlock();
-    backend::RenewResult result;
-    try {
-      result = m_backend.renew(m_lease, m_requested_ttl);
-    } catch (const std::exception &failure) {
-      result.outcome = backend::RenewOutcome::unknown;
-      result.reason = failure.what();
-    }
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_requested_ttl);
     lock.lock();
     m_renewing = false;
     m_idle.notify_all();

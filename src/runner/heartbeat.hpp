@@ -10,6 +10,10 @@
 
 namespace dlock::runner {
 
+// backend.renew(), with a failed round trip (an exception) reported as an
+// unconfirmed renewal: the caller's deadline then applies.
+backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl);
+
 // Renews the lease every T/3 on its own thread, and quickly again after a
 // renewal nobody confirmed. It only reports; the thread that owns the child
 // enforces the deadlines from snapshot(), so a renewal that hangs cannot

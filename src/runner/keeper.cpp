@@ -1,5 +1,7 @@
 #include "runner/keeper.hpp"
 
+#include "runner/heartbeat.hpp"
+
 #include "backend/registry.hpp"
 #include "core/error.hpp"
 #include "core/unique_fd.hpp"
@@ -115,12 +117,7 @@ public:
 private:
   // False once the lock is gone and the keeper should end.
   bool renew_session() {
-    backend::RenewResult result;
-    try {
-      result = m_backend.renew(m_lease, m_ttl);
-    } catch (const std::exception &failure) {
-      result.outcome = backend::RenewOutcome::unknown;
-    }
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_ttl);
     if (result.outcome == backend::RenewOutcome::lost) return false;
     if (result.outcome == backend::RenewOutcome::renewed) {
       m_next_renew = result.sent_at + renew_interval(m_ttl);
@@ -154,12 +151,7 @@ private:
     if (fields[0] == "renew" && fields.size() >= 4) {
       // 0: renew for the lease's own length, as given to acquire.
       if (long long asked = std::atoll(fields[3].c_str()); asked > 0) m_ttl = Millis(asked);
-      backend::RenewResult result;
-      try {
-        result = m_backend.renew(m_lease, m_ttl);
-      } catch (const std::exception &failure) {
-        result.reason = failure.what();
-      }
+      backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_ttl);
       if (result.outcome == backend::RenewOutcome::lost) {
         write_all(connection.get(), "not-owner\n");
         return false;
@@ -316,7 +308,7 @@ KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const bac
     out.lease = lease;
   } else if (outcome == "busy") {
     out.exit_status = conflict_exit_code;
-    out.message = fmt::format("lock '{}' is busy{}", request.name, result.value("holder", ""));
+    out.message = busy_message(request.name, result.value("holder", ""), wait);
   } else if (outcome == "interrupted") {
     out.exit_status = 128 + result.value("signal", 0);
   } else {

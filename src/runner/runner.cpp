@@ -44,7 +44,7 @@ public:
       : m_backend(backend), m_options(options), m_lease(lease), m_observer(observer) {}
 
   int run() {
-    backend::Lease lease = m_lease;
+    const backend::Lease &lease = m_lease;
     std::vector<std::string> environment = {"DLOCK_NAME=" + lease.name, fmt::format("DLOCK_FENCE={}", lease.fence),
                                             "DLOCK_TOKEN=" + lease.token,
                                             "DLOCK_BACKEND=" + m_options.public_backend_url};
@@ -69,7 +69,7 @@ public:
     // wait for our thread to be scheduled.
     heartbeat.quiesce();
     restore_terminal();
-    return finish(heartbeat.snapshot(), lease);
+    return finish(heartbeat.snapshot());
   }
 
 private:
@@ -148,11 +148,11 @@ private:
     send(SIGTERM);
   }
 
-  int finish(const Heartbeat::State &state, const backend::Lease &lease) {
-    const std::string &name = lease.name;
+  int finish(const Heartbeat::State &state) {
+    const std::string &name = m_lease.name;
     if (m_stop != StopReason::lost) {
       try {
-        if (m_backend.release(lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
+        if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
       } catch (const std::exception &failure) {
         say("warning: could not release lock '{}': {}; it ends when its lease runs out", name, failure.what());
@@ -181,7 +181,7 @@ private:
 
   backend::Backend &m_backend;
   const RunOptions &m_options;
-  backend::Lease m_lease;
+  const backend::Lease m_lease;
   RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
@@ -204,6 +204,11 @@ std::string describe_holder(backend::Backend &backend, const std::string &name) 
   } catch (const std::exception &) {
     return {};
   }
+}
+
+std::string busy_message(const std::string &name, const std::string &holder, std::optional<Millis> wait) {
+  return fmt::format("lock '{}' is busy{}{}", name, holder,
+                     wait && wait->count() > 0 ? fmt::format("; gave up after {}", format_duration(*wait)) : "");
 }
 
 backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockRequest &request,
@@ -230,9 +235,7 @@ Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &r
            std::chrono::duration<double, std::milli>(SteadyClock::now() - started).count());
     return {result.lease, 0};
   case backend::AcquireOutcome::busy:
-    if (!quiet)
-      say("lock '{}' is busy{}{}", request.name, describe_holder(backend, request.name),
-          wait && wait->count() > 0 ? fmt::format("; gave up after {}", format_duration(*wait)) : "");
+    if (!quiet) say("{}", busy_message(request.name, describe_holder(backend, request.name), wait));
     return {std::nullopt, conflict_exit_code};
   case backend::AcquireOutcome::interrupted:
     detail(1, "wait for '{}' interrupted by signal {}", request.name, result.signal);

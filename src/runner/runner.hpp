@@ -39,6 +39,10 @@ int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver
 // " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.
 std::string describe_holder(backend::Backend &backend, const std::string &name);
 
+// "lock 'x' is busy (held by ...); gave up after 5s": `holder` comes from
+// describe_holder().
+std::string busy_message(const std::string &name, const std::string &holder, std::optional<Millis> wait);
+
 // One attempt when `wait` is 0, else waits until it passes (nullopt:
 // forever) or a forwarded signal arrives.
 backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockRequest &request,
