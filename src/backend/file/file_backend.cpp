@@ -114,7 +114,9 @@ public:
     return before;
   }
 
-  LockStatus status(const std::string &name) override {
+  LockStatus status(const std::string &name) override { return status_with(name, KernelLocks::read()); }
+
+  LockStatus status_with(const std::string &name, const KernelLocks &kernel_locks) {
     LockStatus status;
     status.name = name;
     int fd =
@@ -126,7 +128,7 @@ public:
     UniqueFd guard(fd);
     struct stat info {};
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) return status;
-    KernelLockView view = read_kernel_locks(info.st_dev, info.st_ino);
+    KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
     LockRecord record = read_record(fd);
     status.fence = record.fence;
     status.waiters = static_cast<std::int64_t>(view.waiters);
@@ -164,10 +166,11 @@ public:
     auto close_dir = [](DIR *d) { closedir(d); };
     std::unique_ptr<DIR, decltype(close_dir)> guard(dir, close_dir);
     rewinddir(dir);
+    KernelLocks kernel_locks = KernelLocks::read();
     while (dirent *entry = readdir(dir)) {
       auto name = LockDir::name_from_file(entry->d_name);
       if (!name || name->compare(0, prefix.size(), prefix) != 0) continue;
-      LockStatus status = this->status(*name);
+      LockStatus status = status_with(*name, kernel_locks);
       if (status.held) held.push_back(std::move(status));
     }
     std::sort(held.begin(), held.end(), [](const auto &a, const auto &b) { return a.name < b.name; });

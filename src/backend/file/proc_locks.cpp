@@ -1,7 +1,6 @@
 #include "backend/file/proc_locks.hpp"
 
-#include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,12 +12,9 @@ namespace dlock::backend::file {
 //   "12: FLOCK  ADVISORY  WRITE 4242 fe:00:10780673 0 EOF"
 //   "12: -> FLOCK  ADVISORY  WRITE 4243 fe:00:10780673 0 EOF"   (blocked)
 // with the device as hex major:minor and the inode in decimal.
-KernelLockView read_kernel_locks(dev_t device, ino_t inode) {
-  KernelLockView view;
+KernelLocks KernelLocks::read() {
+  KernelLocks locks;
   std::ifstream in("/proc/locks");
-  char wanted[64];
-  std::snprintf(wanted, sizeof wanted, "%02x:%02x:%lu", major(device), minor(device),
-                static_cast<unsigned long>(inode));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -28,14 +24,25 @@ KernelLockView read_kernel_locks(dev_t device, ino_t inode) {
     if (blocked) fields >> kind;
     if (kind != "FLOCK") continue;
     fields >> advisory >> mode >> pid_text >> where;
-    if (where != wanted) continue;
-    if (blocked) {
+    char *end = nullptr;
+    unsigned long major_number = std::strtoul(where.c_str(), &end, 16);
+    if (*end != ':') continue;
+    unsigned long minor_number = std::strtoul(end + 1, &end, 16);
+    if (*end != ':') continue;
+    auto inode = static_cast<ino_t>(std::strtoull(end + 1, nullptr, 10));
+    KernelLockView &view =
+        locks.m_by_inode[{makedev(static_cast<unsigned>(major_number), static_cast<unsigned>(minor_number)), inode}];
+    if (blocked)
       ++view.waiters;
-    } else {
+    else
       view.holders.push_back(static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10)));
-    }
   }
-  return view;
+  return locks;
+}
+
+KernelLockView KernelLocks::of(dev_t device, ino_t inode) const {
+  auto found = m_by_inode.find({device, inode});
+  return found == m_by_inode.end() ? KernelLockView{} : found->second;
 }
 
 } // namespace dlock::backend::file

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <sys/types.h>
+#include <utility>
 #include <vector>
 
 namespace dlock::backend::file {
@@ -13,6 +15,15 @@ struct KernelLockView {
   std::size_t waiters = 0;    // blocked requests
 };
 
-KernelLockView read_kernel_locks(dev_t device, ino_t inode);
+// One reading of /proc/locks: every flock(2) lock on the system by inode,
+// so that `list` reads the file once, not once per lock.
+class KernelLocks {
+public:
+  static KernelLocks read();
+  KernelLockView of(dev_t device, ino_t inode) const;
+
+private:
+  std::map<std::pair<dev_t, ino_t>, KernelLockView> m_by_inode;
+};
 
 } // namespace dlock::backend::file
