@@ -82,8 +82,8 @@ struct NodeHealth {
   std::string address;
   bool reachable = false;
   std::string version;
-  Millis round_trip{};
-  std::string error;
+  std::chrono::microseconds round_trip{}; // a LAN round trip is well under a millisecond
+  std::string error; // non-empty: the node cannot serve locks (unreachable, replica, ...)
 };
 
 struct PingResult {

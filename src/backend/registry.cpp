@@ -1,6 +1,7 @@
 #include "backend/registry.hpp"
 
 #include "backend/file/file_backend.hpp"
+#include "backend/redis/redis_backend.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -48,11 +49,11 @@ const std::vector<BackendInfo> &known_backends() {
   static const std::vector<BackendInfo> backends = {
       {{"file"}, "", true, "local kernel locks (flock) in a directory; the default", &file::create_file_backend},
       {{"redis", "rediss", "redis+unix", "redis-sentinel"},
-       "redis",
+       "",
        false,
-       "single Redis node: SET NX PX + Lua",
-       nullptr},
-      {{"redlock"}, "redis", false, "majority quorum over N independent Redis nodes", nullptr},
+       "single Redis node (or Sentinel's master): SET NX PX + Lua, waiters via pub/sub",
+       &redis::create_redis_backend},
+      {{"redlock"}, "redlock", false, "majority quorum over N independent Redis nodes", nullptr},
       {{"zk"}, "zookeeper", true, "ZooKeeper ephemeral sequential nodes", nullptr},
       {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
       {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},

@@ -23,7 +23,7 @@ int run_ping(const PingArguments &args, Context &context) {
   // Multi-node backends judge by quorum; otherwise every node must answer.
   bool healthy = result.quorum ? *result.quorum
                                : !result.nodes.empty() && std::all_of(result.nodes.begin(), result.nodes.end(),
-                                                                      [](const auto &node) { return node.reachable; });
+                                                                      [](const auto &node) { return node.reachable && node.error.empty(); });
   if (args.json) {
     nlohmann::ordered_json doc;
     doc["backend"] = settings.backend.url.redacted();

@@ -183,7 +183,7 @@ public:
     node.address = "file://" + m_dir.path();
     auto start = SteadyClock::now();
     node.reachable = faccessat(m_dir.fd(), ".", W_OK | X_OK, AT_EACCESS) == 0;
-    node.round_trip = std::chrono::duration_cast<Millis>(SteadyClock::now() - start);
+    node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start);
     if (!node.reachable) node.error = errno_message("directory not writable", errno);
     utsname system{};
     if (uname(&system) == 0) node.version = fmt::format("{} {}", system.sysname, system.release);

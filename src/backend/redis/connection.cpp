@@ -1,0 +1,352 @@
+#include "backend/redis/connection.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace dlock::backend::redis {
+
+namespace {
+
+int millis_until(Deadline deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  return left > 600'000 ? 600'000 : static_cast<int>(left);
+}
+
+struct Resolved {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+};
+
+// Host names are resolved with getaddrinfo_a so that a hanging resolver is
+// bounded by the connect timeout like everything else; numeric addresses
+// (the common case in configs) skip the resolver entirely.
+std::vector<Resolved> resolve(const Address &address, Deadline deadline, const std::string &where) {
+  std::vector<Resolved> out;
+  Resolved numeric;
+  auto *v4 = reinterpret_cast<sockaddr_in *>(&numeric.address);
+  auto *v6 = reinterpret_cast<sockaddr_in6 *>(&numeric.address);
+  if (inet_pton(AF_INET, address.host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<std::uint16_t>(address.port));
+    numeric.length = sizeof(sockaddr_in);
+    out.push_back(numeric);
+    return out;
+  }
+  if (inet_pton(AF_INET6, address.host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<std::uint16_t>(address.port));
+    numeric.length = sizeof(sockaddr_in6);
+    out.push_back(numeric);
+    return out;
+  }
+  // The request outlives this call if the resolver hangs past the deadline
+  // (it cannot always be cancelled), so it lives on the heap and is only
+  // freed once finished.
+  struct Request {
+    std::string host, port;
+    addrinfo hints{};
+    gaicb control{};
+  };
+  auto *request = new Request{address.host, std::to_string(address.port), {}, {}};
+  request->hints.ai_socktype = SOCK_STREAM;
+  request->hints.ai_flags = AI_ADDRCONFIG;
+  request->control.ar_name = request->host.c_str();
+  request->control.ar_service = request->port.c_str();
+  request->control.ar_request = &request->hints;
+  gaicb *list[] = {&request->control};
+  if (getaddrinfo_a(GAI_NOWAIT, list, 1, nullptr) != 0) {
+    delete request;
+    throw UnavailableError(fmt::format("cannot resolve {}", where));
+  }
+  int status = EAI_INPROGRESS;
+  while ((status = gai_error(&request->control)) == EAI_INPROGRESS) {
+    int left = millis_until(deadline);
+    if (left == 0) break;
+    timespec wait{left / 1000, (left % 1000) * 1'000'000L};
+    const gaicb *pending[] = {&request->control};
+    gai_suspend(pending, 1, &wait);
+  }
+  if (status == EAI_INPROGRESS) {
+    if (gai_cancel(&request->control) == EAI_CANCELED) delete request; // else: leaked on purpose, still in use
+    throw UnavailableError(fmt::format("cannot resolve {}: no answer from the resolver in time", where));
+  }
+  if (status != 0) {
+    delete request;
+    throw UnavailableError(fmt::format("cannot resolve {}: {}", where, gai_strerror(status)));
+  }
+  for (addrinfo *item = request->control.ar_result; item; item = item->ai_next) {
+    Resolved entry;
+    std::memcpy(&entry.address, item->ai_addr, item->ai_addrlen);
+    entry.length = item->ai_addrlen;
+    out.push_back(entry);
+  }
+  freeaddrinfo(request->control.ar_result);
+  delete request;
+  return out;
+}
+
+void ignore_sigpipe() {
+  // OpenSSL writes with write(2), which raises SIGPIPE on a closed peer;
+  // dlock handles the EPIPE instead. Children get the default back.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+}
+
+} // namespace
+
+std::string Address::display() const {
+  if (!socket_path.empty()) return socket_path;
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+Address parse_address(const std::string &text, int default_port) {
+  Address address;
+  address.port = default_port;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos) throw ConfigError(fmt::format("bad address '{}': missing ']'", text));
+    address.host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') throw ConfigError(fmt::format("bad address '{}'", text));
+      port = text.substr(close + 2);
+    }
+  } else {
+    auto colon = text.rfind(':');
+    address.host = text.substr(0, colon);
+    if (colon != std::string::npos) port = text.substr(colon + 1);
+  }
+  if (address.host.empty()) throw ConfigError(fmt::format("bad address '{}': no host", text));
+  if (!port.empty()) {
+    int value = 0;
+    for (char c : port) {
+      if (c < '0' || c > '9' || value > 65535) throw ConfigError(fmt::format("bad port in '{}'", text));
+      value = value * 10 + (c - '0');
+    }
+    if (value < 1 || value > 65535) throw ConfigError(fmt::format("bad port in '{}'", text));
+    address.port = value;
+  }
+  return address;
+}
+
+Connection::Connection(Address address, ConnectionOptions options)
+    : m_address(std::move(address)), m_options(std::move(options)),
+      m_where(fmt::format("redis at {}", m_address.display())) {}
+
+Connection::~Connection() { close(); }
+
+void Connection::close() {
+  m_tls.reset();
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = -1;
+  m_parser.reset();
+  m_prelude.clear();
+  m_prelude_replies = 0;
+}
+
+void Connection::fail(const std::string &message) {
+  close();
+  throw UnavailableError(fmt::format("{}: {}", m_where, message));
+}
+
+void Connection::connect_socket(Deadline deadline) {
+  if (!m_address.socket_path.empty()) {
+    sockaddr_un target{};
+    target.sun_family = AF_UNIX;
+    if (m_address.socket_path.size() >= sizeof target.sun_path)
+      throw ConfigError(fmt::format("unix socket path too long: {}", m_address.socket_path));
+    std::memcpy(target.sun_path, m_address.socket_path.c_str(), m_address.socket_path.size() + 1);
+    m_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (m_fd < 0) throw UnavailableError(errno_message("socket", errno));
+    if (::connect(m_fd, reinterpret_cast<sockaddr *>(&target), sizeof target) == 0) return;
+    int error = errno;
+    if (error != EINPROGRESS && error != EAGAIN) {
+      close();
+      throw UnavailableError(errno_message(fmt::format("cannot connect to {}", m_where), error));
+    }
+    if (!wait_ready(true, deadline, -1)) fail("no connection within the connect timeout");
+    return;
+  }
+  std::string last_error = "no address";
+  for (const Resolved &target : resolve(m_address, deadline, m_where)) {
+    m_fd = socket(target.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (m_fd < 0) throw UnavailableError(errno_message("socket", errno));
+    int error = 0;
+    if (::connect(m_fd, reinterpret_cast<const sockaddr *>(&target.address), target.length) != 0) {
+      error = errno;
+      if (error == EINPROGRESS) {
+        if (!wait_ready(true, deadline, -1)) {
+          close();
+          throw UnavailableError(fmt::format("cannot connect to {}: no connection within {}", m_where,
+                                             format_duration(m_options.timeout)));
+        }
+        socklen_t length = sizeof error;
+        getsockopt(m_fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      }
+    }
+    if (error == 0) {
+      int on = 1;
+      setsockopt(m_fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      return;
+    }
+    last_error = std::strerror(error);
+    ::close(m_fd);
+    m_fd = -1;
+  }
+  throw UnavailableError(fmt::format("cannot connect to {}: {}", m_where, last_error));
+}
+
+void Connection::connect(Deadline deadline) {
+  close();
+  connect_socket(deadline);
+  if (m_options.tls.enabled) {
+    ignore_sigpipe();
+    try {
+      m_tls = std::make_unique<TlsStream>(m_fd, m_options.tls, m_address.host, deadline, m_where);
+    } catch (...) {
+      close();
+      throw;
+    }
+  }
+  if (m_options.password) {
+    if (m_options.user.empty()) append_command(m_prelude, {"AUTH", *m_options.password});
+    else append_command(m_prelude, {"AUTH", m_options.user, *m_options.password});
+    ++m_prelude_replies;
+  }
+  if (m_options.db != 0) {
+    append_command(m_prelude, {"SELECT", std::to_string(m_options.db)});
+    ++m_prelude_replies;
+  }
+}
+
+bool Connection::wait_ready(bool for_write, Deadline deadline, int wake_fd) {
+  pollfd items[2] = {{m_fd, static_cast<short>(for_write ? POLLOUT : POLLIN), 0}, {wake_fd, POLLIN, 0}};
+  for (;;) {
+    int ready = poll(items, wake_fd >= 0 ? 2 : 1, millis_until(deadline));
+    if (ready < 0) {
+      if (errno == EINTR) {
+        if (wake_fd >= 0 || Clock::now() < deadline) continue;
+        return false;
+      }
+      fail(errno_message("poll", errno));
+    }
+    if (ready == 0) {
+      if (Clock::now() >= deadline) return false;
+      continue;
+    }
+    if (items[0].revents) return true;
+    return false; // woken
+  }
+}
+
+void Connection::write_all(const std::string &bytes, Deadline deadline) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n;
+    bool wants_write = true;
+    if (m_tls) {
+      n = m_tls->write(bytes.data() + done, bytes.size() - done, wants_write);
+    } else {
+      n = ::send(m_fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) fail(errno_message("cannot send", errno));
+    }
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (!wait_ready(wants_write, deadline, -1))
+      fail(fmt::format("no progress sending within {}", format_duration(m_options.timeout)));
+  }
+}
+
+void Connection::send(const std::string &commands, Deadline deadline) {
+  if (m_fd < 0) connect(deadline);
+  if (m_prelude.empty()) {
+    write_all(commands, deadline);
+  } else {
+    std::string bytes = std::move(m_prelude) + commands;
+    m_prelude.clear();
+    write_all(bytes, deadline);
+  }
+}
+
+std::optional<Reply> Connection::read(Deadline deadline, int wake_fd) {
+  char buffer[16384];
+  for (;;) {
+    if (std::optional<Reply> reply = m_parser.next()) {
+      if (m_prelude_replies == 0) return reply;
+      --m_prelude_replies;
+      if (!reply->is_error()) continue;
+      std::string text = reply->str;
+      close();
+      if (text.find("without any password configured") != std::string::npos) {
+        throw Error(ExitCode::auth, fmt::format("{} has no password set, but dlock was given one; drop the password "
+                                                "or set one on the server (requirepass or ACL)",
+                                                m_where));
+      }
+      if (reply->error_code() == "WRONGPASS" || text.find("invalid password") != std::string::npos ||
+          reply->error_code() == "NOAUTH")
+        throw Error(ExitCode::auth, fmt::format("{} refused the credentials: {}", m_where, text));
+      throw ConfigError(fmt::format("{}: {}", m_where, text));
+    }
+    bool wants_write = false;
+    ssize_t n = -1;
+    if (m_tls) {
+      n = m_tls->read(buffer, sizeof buffer, wants_write);
+    } else {
+      n = ::recv(m_fd, buffer, sizeof buffer, 0);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) fail(errno_message("connection lost", errno));
+    }
+    if (n > 0) {
+      m_parser.feed(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) fail("connection closed by the server");
+    if (!wait_ready(wants_write, deadline, wake_fd)) return std::nullopt;
+  }
+}
+
+Reply Connection::call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline) {
+  Deadline until = round_trip_deadline();
+  if (deadline && *deadline < until) until = *deadline;
+  std::string bytes;
+  append_command(bytes, args);
+  send(bytes, until);
+  std::optional<Reply> reply = read(until);
+  if (!reply) fail(fmt::format("no answer within {}", format_duration(m_options.timeout)));
+  return std::move(*reply);
+}
+
+std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>> &commands) {
+  Deadline until = round_trip_deadline();
+  std::string bytes;
+  for (const auto &command : commands)
+    append_command(bytes, command);
+  send(bytes, until);
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    std::optional<Reply> reply = read(until);
+    if (!reply) fail(fmt::format("no answer within {}", format_duration(m_options.timeout)));
+    replies.push_back(std::move(*reply));
+  }
+  return replies;
+}
+
+} // namespace dlock::backend::redis

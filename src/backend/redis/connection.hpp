@@ -1,0 +1,93 @@
+#pragma once
+
+#include "backend/redis/resp.hpp"
+#include "backend/redis/tls.hpp"
+#include "core/duration.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::backend::redis {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// Where a server listens.
+struct Address {
+  std::string host; // empty for a unix socket
+  int port = 6379;
+  std::string socket_path;
+
+  // "host:port" (IPv6 in brackets) or the socket path, for messages.
+  std::string display() const;
+};
+
+// "host", "host:port", "[v6]", "[v6]:port" as written in a URL.
+Address parse_address(const std::string &text, int default_port);
+
+struct ConnectionOptions {
+  Millis timeout{2000}; // bounds connecting, and every round trip
+  std::string user;     // ACL user; empty: the default user
+  std::optional<std::string> password;
+  int db = 0;
+  TlsOptions tls;
+};
+
+// One connection to one Redis server over a socket dlock owns (TCP, unix or
+// TLS); hiredis only parses replies. Connects lazily; after any I/O error
+// or timeout the connection is closed (a late reply must never be taken
+// for the answer to the next command) and the next command reconnects.
+// AUTH and SELECT travel in the same write as the first command.
+//
+// Errors are dlock::Error: 69 when the server cannot be reached or does
+// not answer in time, 77 when it refuses the credentials, 78 for unusable
+// settings. Error *replies* to commands are returned, not thrown.
+class Connection {
+public:
+  Connection(Address address, ConnectionOptions options);
+  ~Connection();
+  Connection(const Connection &) = delete;
+  Connection &operator=(const Connection &) = delete;
+
+  // One command, one reply, within the timeout (or `deadline` if earlier).
+  Reply call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline = std::nullopt);
+  // Several commands in one write; their replies in order.
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &commands);
+
+  // The parts of a round trip, for pub/sub and for talking to several
+  // servers at once: send() queues bytes (connecting first if needed) and
+  // writes them; read() waits for the next reply until `deadline`, and
+  // returns nullopt if `deadline` passes or `wake_fd` (when >= 0) becomes
+  // readable first. A timeout in read() does not close the connection.
+  void send(const std::string &commands, Deadline deadline);
+  std::optional<Reply> read(Deadline deadline, int wake_fd = -1);
+
+  void close();
+  bool is_open() const { return m_fd >= 0; }
+  int fd() const { return m_fd; }
+  const Address &address() const { return m_address; }
+  // "redis at host:port" for messages.
+  const std::string &where() const { return m_where; }
+  Deadline round_trip_deadline() const { return Clock::now() + m_options.timeout; }
+
+private:
+  void connect(Deadline deadline);
+  void connect_socket(Deadline deadline);
+  void write_all(const std::string &bytes, Deadline deadline);
+  bool wait_ready(bool for_write, Deadline deadline, int wake_fd);
+  [[noreturn]] void fail(const std::string &message);
+
+  Address m_address;
+  ConnectionOptions m_options;
+  std::string m_where;
+  int m_fd = -1;
+  std::unique_ptr<TlsStream> m_tls;
+  ReplyParser m_parser;
+  std::string m_prelude; // AUTH / SELECT, sent with the first command
+  int m_prelude_replies = 0;
+};
+
+} // namespace dlock::backend::redis

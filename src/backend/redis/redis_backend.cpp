@@ -1,0 +1,481 @@
+#include "backend/redis/redis_backend.hpp"
+
+#include "backend/redis/connection.hpp"
+#include "backend/redis/scripts.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <poll.h>
+#include <random>
+#include <unistd.h>
+
+namespace dlock::backend::redis {
+
+namespace {
+
+constexpr int k_default_port = 6379;
+constexpr int k_default_sentinel_port = 26379;
+
+struct Keys {
+  std::string lock, info, fence, channel;
+};
+
+std::optional<long long> to_integer(std::string_view text) {
+  long long value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+int parse_db(std::string_view text, const std::string &url) {
+  auto value = to_integer(text);
+  if (!value || *value < 0 || *value > 1'000'000)
+    throw ConfigError(fmt::format("bad database number '{}' in {}", text, url));
+  return static_cast<int>(*value);
+}
+
+// Glob-escapes a literal for SCAN MATCH.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+HolderInfo holder_from(const Reply &fields) {
+  std::map<std::string, std::string> values;
+  for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
+    values[fields.elements[i].str] = fields.elements[i + 1].str;
+  HolderInfo holder;
+  holder.host = values["host"];
+  holder.pid = to_integer(values["pid"]).value_or(0);
+  holder.user = values["user"];
+  holder.command = values["command"];
+  if (auto since = to_integer(values["since"]))
+    holder.since = std::chrono::system_clock::time_point(std::chrono::milliseconds(*since));
+  return holder;
+}
+
+std::optional<std::uint64_t> fence_from(const Reply &fields) {
+  for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
+    if (fields.elements[i].str == "fence")
+      if (auto value = to_integer(fields.elements[i + 1].str); value && *value > 0)
+        return static_cast<std::uint64_t>(*value);
+  return std::nullopt;
+}
+
+// {pttl, holder fields} from the status and force-release scripts.
+LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys) {
+  LockStatus status;
+  status.name = name;
+  status.detail = fmt::format("key {}", keys.lock);
+  if (reply.type != Reply::Type::array || reply.elements.size() < 2) return status;
+  status.held = true;
+  if (reply.elements[0].integer >= 0) status.time_left = Millis(reply.elements[0].integer);
+  if (!reply.elements[1].elements.empty()) {
+    status.holder = holder_from(reply.elements[1]);
+    status.fence = fence_from(reply.elements[1]);
+  }
+  return status;
+}
+
+// A value of one "field:value" line of INFO.
+std::string info_field(const std::string &info, std::string_view field) {
+  std::string key = fmt::format("\n{}:", field);
+  auto at = ("\n" + info).find(key);
+  if (at == std::string::npos) return {};
+  at += key.size() - 1; // position in `info`
+  auto end = info.find_first_of("\r\n", at);
+  return info.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+class RedisBackend : public Backend {
+public:
+  explicit RedisBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
+    const Url &url = config.url;
+    m_options.timeout = config.connect_timeout;
+    m_options.user = url.user.value_or("");
+    m_options.password = config.password ? config.password : url.password;
+    std::string path = url.path;
+    std::map<std::string, std::string> query = url.query;
+    auto take = [&query](const std::string &key) -> std::optional<std::string> {
+      auto found = query.find(key);
+      if (found == query.end()) return std::nullopt;
+      std::string value = found->second;
+      query.erase(found);
+      return value;
+    };
+    if (url.scheme == "rediss") {
+      m_options.tls.enabled = true;
+      m_options.tls.ca_file = take("cacert").value_or("");
+      m_options.tls.cert_file = take("cert").value_or("");
+      m_options.tls.key_file = take("key").value_or("");
+      if (auto insecure = take("insecure")) m_options.tls.insecure = *insecure == "1" || *insecure == "true";
+    }
+    if (url.scheme == "redis+unix") {
+      if (!url.hosts.empty() && !url.hosts.front().empty())
+        throw ConfigError(fmt::format("{}: a unix socket URL has no host: redis+unix:///path/to/redis.sock", m_label));
+      if (path.empty() || path == "/")
+        throw ConfigError(fmt::format("{}: no socket path: redis+unix:///path/to/redis.sock", m_label));
+      m_address.socket_path = path;
+      if (auto db = take("db")) m_options.db = parse_db(*db, m_label);
+    } else if (url.scheme == "redis-sentinel") {
+      if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no sentinel address", m_label));
+      for (const auto &host : url.hosts)
+        m_sentinels.push_back(parse_address(host, k_default_sentinel_port));
+      std::string rest = path.empty() ? "" : path.substr(1);
+      auto slash = rest.find('/');
+      m_master_name = rest.substr(0, slash);
+      if (m_master_name.empty())
+        throw ConfigError(fmt::format("{}: no master name: redis-sentinel://HOST:PORT[,...]/MASTER[/DB]", m_label));
+      if (slash != std::string::npos && slash + 1 < rest.size()) m_options.db = parse_db(rest.substr(slash + 1), m_label);
+    } else {
+      if (url.hosts.size() > 1)
+        throw ConfigError(fmt::format("{}: one Redis server per URL; for a quorum of independent servers use "
+                                      "redlock://HOST1,HOST2,HOST3",
+                                      m_label));
+      m_address = parse_address(url.hosts.empty() || url.hosts.front().empty() ? "localhost" : url.hosts.front(),
+                                k_default_port);
+      if (path.size() > 1) m_options.db = parse_db(path.substr(1), m_label);
+    }
+    if (!query.empty()) {
+      std::vector<std::string> known = {"cacert", "cert", "key", "insecure"};
+      if (url.scheme == "redis+unix") known = {"db"};
+      throw ConfigError(fmt::format("{}: unknown URL option '{}' (known for {}: {})", m_label, query.begin()->first,
+                                    url.scheme, url.scheme == "rediss" || url.scheme == "redis+unix"
+                                                    ? fmt::format("{}", fmt::join(known, ", "))
+                                                    : std::string("none; TLS options need rediss://")));
+    }
+  }
+
+  AcquireResult try_acquire(const LockRequest &request) override {
+    Keys keys = keys_for(request.name);
+    Attempt attempt = attempt_once(request, keys);
+    if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
+    return {AcquireOutcome::busy, std::nullopt, 0};
+  }
+
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) override {
+    Keys keys = keys_for(request.name);
+    // Subscribed before the first attempt: a release published between a
+    // failed attempt and the wait is already in the socket, not lost.
+    Connection subscriber(master(), m_options);
+    bool subscribed = subscribe(subscriber, keys.channel);
+    std::minstd_rand random(static_cast<unsigned>(getpid()) ^
+                            static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
+    for (;;) {
+      if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
+      Attempt attempt = attempt_once(request, keys);
+      if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
+      auto now = SteadyClock::now();
+      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      // Fallback if the holder dies without publishing: retry when its
+      // lease runs out, with jitter so that waiters do not stampede.
+      // Without pub/sub (an ACL may forbid it) this is the only wake-up.
+      Millis left = attempt.holder_pttl > 0 ? Millis(attempt.holder_pttl) : Millis(50);
+      if (!subscribed) left = std::min(left, Millis(250));
+      Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
+      auto wake = now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(random));
+      if (deadline) wake = std::min(wake, *deadline);
+      if (subscribed) {
+        try {
+          subscriber.read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
+        } catch (const Error &lost) {
+          detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
+          subscribed = subscribe(subscriber, keys.channel);
+        }
+      } else {
+        sleep_until(wake, interrupt);
+      }
+    }
+  }
+
+  RenewResult renew(const Lease &lease, Millis ttl) override {
+    Keys keys = keys_for(lease.name);
+    RenewResult result;
+    result.sent_at = SteadyClock::now();
+    Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())});
+    if (reply.integer == 1) {
+      result.outcome = RenewOutcome::renewed;
+      result.ttl = ttl;
+    } else {
+      result.outcome = RenewOutcome::lost;
+      result.reason = "the lock is no longer held with this token (its lease ran out or it was broken)";
+    }
+    return result;
+  }
+
+  ReleaseOutcome release(const Lease &lease) override {
+    Keys keys = keys_for(lease.name);
+    Reply reply = run_script(lua::release, keys, {lease.token, keys.channel});
+    return reply.integer == 1 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+  }
+
+  std::optional<LockStatus> force_release(const std::string &name) override {
+    Keys keys = keys_for(name);
+    Reply reply = run_script(lua::force_release, keys, {keys.channel});
+    if (reply.is_nil()) return std::nullopt;
+    return status_from(name, reply, keys);
+  }
+
+  LockStatus status(const std::string &name) override {
+    Keys keys = keys_for(name);
+    check_master();
+    std::vector<Reply> replies = main().pipeline(
+        {script_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
+    LockStatus status = status_from(name, checked(replies[0]), keys);
+    const Reply &numsub = replies[1];
+    if (numsub.type == Reply::Type::array && numsub.elements.size() == 2) status.waiters = numsub.elements[1].integer;
+    return status;
+  }
+
+  std::vector<LockStatus> list(const std::string &prefix) override {
+    check_master();
+    std::string head = fmt::format("{{{}:", m_config.lock_namespace);
+    std::string tail = "}:lock";
+    std::string pattern = glob_escape(head + prefix) + "*" + tail;
+    std::vector<std::string> names;
+    std::string cursor = "0";
+    do {
+      Reply reply = checked(main().call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
+      if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+        throw UnavailableError(fmt::format("{}: unexpected reply to SCAN", m_label));
+      cursor = reply.elements[0].str;
+      for (const Reply &key : reply.elements[1].elements)
+        if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0)
+          names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
+    } while (cursor != "0");
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+
+    std::vector<LockStatus> out;
+    constexpr std::size_t k_batch = 256;
+    for (std::size_t first = 0; first < names.size(); first += k_batch) {
+      std::size_t last = std::min(names.size(), first + k_batch);
+      std::vector<std::vector<std::string>> commands;
+      std::vector<std::string> numsub = {"PUBSUB", "NUMSUB"};
+      for (std::size_t i = first; i < last; ++i) {
+        Keys keys = keys_for(names[i]);
+        commands.push_back(script_command(lua::status, keys, {}));
+        numsub.push_back(keys.channel);
+      }
+      commands.push_back(numsub);
+      std::vector<Reply> replies = main().pipeline(commands);
+      const Reply &counts = replies.back();
+      for (std::size_t i = first; i < last; ++i) {
+        LockStatus status = status_from(names[i], checked(replies[i - first]), keys_for(names[i]));
+        std::size_t at = 2 * (i - first) + 1;
+        if (counts.type == Reply::Type::array && at < counts.elements.size())
+          status.waiters = counts.elements[at].integer;
+        if (status.held) out.push_back(std::move(status));
+      }
+    }
+    return out;
+  }
+
+  PingResult ping() override {
+    PingResult result;
+    NodeHealth node;
+    try {
+      Connection &connection = main();
+      node.address = connection.address().display();
+      auto started = SteadyClock::now();
+      Reply pong = checked(connection.call({"PING"}));
+      node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
+      if (pong.is_error()) node.error = pong.str;
+      Reply info = checked(connection.call({"INFO"}));
+      std::string version = info_field(info.str, "redis_version");
+      std::string role = info_field(info.str, "role");
+      std::string policy = info_field(info.str, "maxmemory_policy");
+      node.reachable = true;
+      node.version = fmt::format("redis {} {}", version, role == "slave" ? "replica" : role);
+      if (role != "master")
+        node.error = "read-only replica: locks need the master (point dlock at it, or use redis-sentinel://)";
+      result.detail = fmt::format("role {}; maxmemory-policy {}", role == "slave" ? "replica" : role, policy);
+      if (policy.rfind("allkeys-", 0) == 0) {
+        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict lock keys and fence counters; "
+            "use noeviction",
+            node.address, policy);
+      }
+      if (!m_master_name.empty()) result.detail += fmt::format("; master '{}' from sentinel", m_master_name);
+    } catch (const Error &failure) {
+      if (failure.code() != ExitCode::unavailable) throw;
+      node.reachable = false;
+      node.error = failure.what();
+      if (node.address.empty()) node.address = m_sentinels.empty() ? m_address.display() : "sentinel";
+    }
+    result.nodes.push_back(node);
+    return result;
+  }
+
+private:
+  struct Attempt {
+    std::optional<Lease> lease;
+    long long holder_pttl = -1;
+  };
+
+  Keys keys_for(const std::string &name) const {
+    std::string tag = fmt::format("{{{}:{}}}", m_config.lock_namespace, name);
+    return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released"};
+  }
+
+  static std::vector<std::string> script_command(const char *script, const Keys &keys,
+                                                 std::initializer_list<std::string> args) {
+    std::vector<std::string> command = {"EVAL", script, "3", keys.lock, keys.info, keys.fence};
+    command.insert(command.end(), args);
+    return command;
+  }
+
+  // EVAL rather than EVALSHA: the scripts are a few hundred bytes, Redis
+  // keeps them cached by hash, and there is no NOSCRIPT round trip after a
+  // restart or SCRIPT FLUSH.
+  Reply run_script(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
+    std::vector<Reply> replies = main().pipeline({script_command(script, keys, args)});
+    return checked(replies[0]);
+  }
+
+  Attempt attempt_once(const LockRequest &request, const Keys &keys) {
+    Attempt attempt;
+    std::string token = random_hex(16);
+    auto sent_at = SteadyClock::now();
+    Reply reply = run_script(lua::acquire, keys,
+                             {token, std::to_string(request.ttl.count()), request.holder.host,
+                              std::to_string(request.holder.pid), request.holder.user, request.holder.command});
+    if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+      throw UnavailableError(fmt::format("{}: unexpected reply to the acquire script", m_label));
+    if (reply.elements[0].integer != 1) {
+      attempt.holder_pttl = reply.elements[1].integer;
+      return attempt;
+    }
+    Lease lease;
+    lease.name = request.name;
+    lease.token = std::move(token);
+    lease.fence = static_cast<std::uint64_t>(to_integer(reply.elements[1].str).value_or(0));
+    lease.ttl = request.ttl;
+    lease.confirmed_at = sent_at;
+    attempt.lease = std::move(lease);
+    return attempt;
+  }
+
+  // Turns error replies into the errors of spec.md.
+  Reply checked(Reply reply) {
+    if (!reply.is_error()) return reply;
+    std::string_view code = reply.error_code();
+    if (code == "NOAUTH")
+      throw Error(ExitCode::auth, fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file",
+                                              m_label));
+    if (code == "WRONGPASS" || code == "NOPERM")
+      throw Error(ExitCode::auth, fmt::format("{} refused: {}", m_label, reply.str));
+    if (code == "READONLY")
+      throw UnavailableError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
+                                         "use redis-sentinel://)",
+                                         m_label));
+    throw UnavailableError(fmt::format("{}: server error: {}", m_label, reply.str));
+  }
+
+  // The address of the server to lock on: the URL's, or the master the
+  // sentinels name (asked once per dlock process).
+  const Address &master() {
+    if (m_sentinels.empty() || !m_address.host.empty()) return m_address;
+    std::vector<std::string> failures;
+    for (const Address &sentinel : m_sentinels) {
+      try {
+        Connection connection(sentinel, ConnectionOptions{m_options.timeout, {}, {}, 0, m_options.tls});
+        Reply reply = connection.call({"SENTINEL", "get-master-addr-by-name", m_master_name});
+        if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
+          m_address = parse_address(reply.elements[0].str, k_default_port);
+          if (auto port = to_integer(reply.elements[1].str)) m_address.port = static_cast<int>(*port);
+          m_check_role = true;
+          detail(1, "sentinel {} names {} as master '{}'", sentinel.display(), m_address.display(), m_master_name);
+          return m_address;
+        }
+        failures.push_back(fmt::format("{}: {}", sentinel.display(),
+                                       reply.is_error() ? reply.str : "does not know master '" + m_master_name + "'"));
+      } catch (const Error &failure) {
+        failures.push_back(failure.what());
+      }
+    }
+    throw UnavailableError(fmt::format("no sentinel of {} names a master '{}': {}", m_label, m_master_name,
+                                       fmt::join(failures, "; ")));
+  }
+
+  Connection &main() {
+    if (!m_main) m_main = std::make_unique<Connection>(master(), m_options);
+    if (m_check_role) {
+      // Sentinel may name a master that has just been demoted: ask it.
+      Reply role = checked(m_main->call({"ROLE"}));
+      if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
+        throw UnavailableError(fmt::format("{}: the sentinels name {} as master '{}', but it is a read-only replica "
+                                           "(failover in progress?)",
+                                           m_label, m_address.display(), m_master_name));
+      m_check_role = false;
+    }
+    return *m_main;
+  }
+
+  // status and list read: make sure they read the master, not a replica
+  // that may lag behind.
+  void check_master() {
+    if (!m_sentinels.empty()) return; // main() checks the sentinel's pick
+    Reply role = checked(main().call({"ROLE"}));
+    if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
+      throw UnavailableError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
+                                         "use redis-sentinel://)",
+                                         m_label));
+  }
+
+  // Returns whether the subscription is in place; false if the server
+  // refuses pub/sub (the wait then polls).
+  bool subscribe(Connection &subscriber, const std::string &channel) {
+    auto until = subscriber.round_trip_deadline();
+    std::string command;
+    append_command(command, {"SUBSCRIBE", channel});
+    subscriber.send(command, until);
+    std::optional<Reply> reply = subscriber.read(until);
+    if (!reply) {
+      subscriber.close();
+      throw UnavailableError(fmt::format("{}: no answer to SUBSCRIBE within {}", m_label,
+                                         format_duration(m_options.timeout)));
+    }
+    if (reply->is_error()) {
+      detail(1, "cannot subscribe to {} ({}): waiting by polling", channel, reply->str);
+      subscriber.close();
+      return false;
+    }
+    return true;
+  }
+
+  static void sleep_until(SteadyClock::time_point wake, const Interrupt &interrupt) {
+    pollfd item{interrupt.fd(), POLLIN, 0};
+    for (;;) {
+      auto left = std::chrono::ceil<Millis>(wake - SteadyClock::now()).count();
+      if (left <= 0 || interrupt.requested()) return;
+      poll(&item, item.fd >= 0 ? 1 : 0, static_cast<int>(left));
+    }
+  }
+
+  BackendConfig m_config;
+  std::string m_label;
+  ConnectionOptions m_options;
+  Address m_address;
+  std::vector<Address> m_sentinels;
+  std::string m_master_name;
+  bool m_check_role = false;
+  std::unique_ptr<Connection> m_main;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> create_redis_backend(const BackendConfig &config) {
+  return std::make_unique<RedisBackend>(config);
+}
+
+} // namespace dlock::backend::redis

@@ -1,0 +1,63 @@
+#pragma once
+
+// The Lua scripts of the Redis backend. Each runs atomically on the server.
+// Keys of one lock share the hash tag {NS:NAME}: KEYS[1] the lock (token,
+// PX ttl), KEYS[2] the holder record (hash, same expiry), KEYS[3] the fence
+// counter (no expiry). Numbers go back to Redis as integer strings: Lua's
+// own conversion would print 1.7e+15.
+
+namespace dlock::backend::redis::lua {
+
+// ARGV: token, ttl ms, host, pid, user, command.
+// Returns {1, fence} when taken, {0, pttl of the holder's lock} when busy.
+// fence = max(last fence + 1, server time in µs): it keeps growing when the
+// counter is lost (FLUSHALL, restart without persistence).
+inline constexpr const char *acquire = R"lua(
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local now = redis.call('TIME')
+local micros = tonumber(now[1]) * 1000000 + tonumber(now[2])
+local fence = math.max((tonumber(redis.call('GET', KEYS[3])) or 0) + 1, micros)
+fence = string.format('%.0f', fence)
+redis.call('SET', KEYS[3], fence)
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
+           'since', string.format('%.0f', math.floor(micros / 1000)), 'fence', fence)
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {1, fence}
+)lua";
+
+// ARGV: token, ttl ms. 1 if renewed, 0 if the token no longer owns the lock.
+inline constexpr const char *renew = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+)lua";
+
+// ARGV: token, channel. 1 if released (waiters are told), 0 if not the owner.
+inline constexpr const char *release = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[2], 'released')
+return 1
+)lua";
+
+// ARGV: channel. Breaks the lock whoever holds it: {pttl, holder fields}, or
+// nil when free.
+inline constexpr const char *force_release = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local result = {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], 'released')
+return result
+)lua";
+
+// One consistent view: {pttl, holder fields}, or nil when free.
+inline constexpr const char *status = R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+)lua";
+
+} // namespace dlock::backend::redis::lua
