@@ -117,8 +117,11 @@ public:
   // when the backend positively says the token does not own the lock;
   // anything uncertain is `unknown`, and the caller's deadline applies.
   // Works on a lease rebuilt from (name, token) in another process for
-  // backends that are not session bound.
-  virtual RenewResult renew(const Lease &lease, Millis ttl) = 0;
+  // backends that are not session bound. `answer_by`, when set, is when an
+  // answer stops being useful (the caller's kill deadline): a round trip
+  // still unanswered then ends as `unknown` (or throws) instead of holding
+  // the caller up for the whole connect timeout.
+  virtual RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) = 0;
 
   // Compare-and-delete: releases only if `lease.token` still owns the lock;
   // never removes somebody else's.

@@ -39,7 +39,7 @@ int run_renew(const RenewArguments &args, Context &context) {
   } else {
     auto backend = open_backend(settings);
     backend::Lease lease{args.name, token, 0, ttl, {}};
-    backend::RenewResult result = backend->renew(lease, ttl);
+    backend::RenewResult result = backend->renew(lease, ttl, std::nullopt);
     if (result.outcome == backend::RenewOutcome::unknown)
       throw UnavailableError(fmt::format("could not renew lock '{}': {}", args.name, result.reason));
     owned = result.outcome == backend::RenewOutcome::renewed;

@@ -9,9 +9,10 @@
 
 namespace dlock::runner {
 
-backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl) {
+backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl,
+                                      std::optional<SteadyClock::time_point> answer_by) {
   try {
-    return backend.renew(lease, ttl);
+    return backend.renew(lease, ttl, answer_by);
   } catch (const std::exception &failure) {
     backend::RenewResult result;
     result.outcome = backend::RenewOutcome::unknown;
@@ -67,7 +68,8 @@ void Heartbeat::loop() {
     // Past the kill deadline the lease may already be someone else's (we
     // were paused or starved): a renewal now must not revive it, or a job
     // that was frozen past its lease would carry on as if nothing happened.
-    if (SteadyClock::now() >= compute_deadlines(m_state.confirmed_at, m_state.ttl, Millis(0)).kill_at) {
+    auto kill_at = compute_deadlines(m_state.confirmed_at, m_state.ttl, Millis(0)).kill_at;
+    if (SteadyClock::now() >= kill_at) {
       m_state.lost = true;
       m_state.reason = "the lease could have run out while dlock was not running (paused or starved)";
       notify_owner();
@@ -75,7 +77,7 @@ void Heartbeat::loop() {
     }
     m_renewing = true;
     lock.unlock();
-    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_requested_ttl);
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_requested_ttl, kill_at);
     lock.lock();
     m_renewing = false;
     m_idle.notify_all();

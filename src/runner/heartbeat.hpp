@@ -12,7 +12,8 @@ namespace dlock::runner {
 
 // backend.renew(), with a failed round trip (an exception) reported as an
 // unconfirmed renewal: the caller's deadline then applies.
-backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl);
+backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::Lease &lease, Millis ttl,
+                                      std::optional<SteadyClock::time_point> answer_by = std::nullopt);
 
 // Renews the lease every T/3 on its own thread, and quickly again after a
 // renewal nobody confirmed. It only reports; the thread that owns the child

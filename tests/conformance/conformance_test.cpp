@@ -102,14 +102,14 @@ TEST_CASE("the owner renews; a stale token's renewal is refused as lost") {
   auto request = request_for(unique("renew"));
   Lease lease = must_acquire(*a, request);
   auto before = SteadyClock::now();
-  RenewResult renewed = a->renew(lease, 3000ms);
+  RenewResult renewed = a->renew(lease, 3000ms, std::nullopt);
   CHECK(renewed.outcome == RenewOutcome::renewed);
   CHECK(renewed.ttl > 0ms);
   CHECK(renewed.sent_at >= before);
   CHECK(renewed.sent_at <= SteadyClock::now());
   REQUIRE(a->release(lease) == ReleaseOutcome::released);
   Lease other = must_acquire(*b, request);
-  CHECK(a->renew(lease, 3000ms).outcome == RenewOutcome::lost);
+  CHECK(a->renew(lease, 3000ms, std::nullopt).outcome == RenewOutcome::lost);
   CHECK(b->release(other) == ReleaseOutcome::released);
 }
 
@@ -228,7 +228,7 @@ TEST_CASE("force release breaks the holder's lock; its next renewal is lost") {
   CHECK(broken->holder->pid == getpid());
   Lease next = must_acquire(*b, request_for(name));
   CHECK(next.fence > lease.fence);
-  CHECK(a->renew(lease, 2000ms).outcome == RenewOutcome::lost);
+  CHECK(a->renew(lease, 2000ms, std::nullopt).outcome == RenewOutcome::lost);
   CHECK(a->release(lease) == ReleaseOutcome::not_owner);
   CHECK(client()->status(name).held);
   CHECK(b->release(next) == ReleaseOutcome::released);
@@ -240,4 +240,49 @@ TEST_CASE("ping reaches the backend") {
   REQUIRE_FALSE(result.nodes.empty());
   for (const auto &node : result.nodes)
     CHECK(node.reachable);
+}
+
+// Backends whose lock is a lease (not a session) must honour the ttl by
+// themselves and must accept a lease rebuilt from (name, token) by another
+// process: that is how `dlock renew` and `dlock release` work on them.
+namespace {
+bool lease_based() { return !find_backend(config().url.scheme).session_bound; }
+} // namespace
+
+TEST_CASE("a lease that is not renewed runs out, and a waiter takes the lock soon after") {
+  if (!lease_based()) return;
+  auto a = client(), b = client();
+  auto request = request_for(unique("expiry"), 1000ms);
+  Lease lease = must_acquire(*a, request);
+  auto started = SteadyClock::now();
+  // The holder vanishes without releasing; nobody publishes anything.
+  a.reset();
+  AcquireResult result = b->acquire(request, SteadyClock::now() + 5s, Signals::interrupt());
+  auto waited = SteadyClock::now() - started;
+  REQUIRE(result.outcome == AcquireOutcome::acquired);
+  CHECK(waited >= 900ms);  // not before the lease ran out
+  CHECK(waited < 2000ms);  // and soon after it did (fallback wake-up)
+  CHECK(result.lease->fence > lease.fence);
+  auto c = client();
+  CHECK(c->renew(lease, 1000ms, std::nullopt).outcome == RenewOutcome::lost);
+  CHECK(b->release(*result.lease) == ReleaseOutcome::released);
+}
+
+TEST_CASE("a lease rebuilt from name and token in another client renews and releases") {
+  if (!lease_based()) return;
+  auto a = client();
+  auto request = request_for(unique("rebuilt"), 2000ms);
+  Lease held = must_acquire(*a, request);
+  Lease rebuilt;
+  rebuilt.name = held.name;
+  rebuilt.token = held.token;
+  auto other = client();
+  RenewResult renewed = other->renew(rebuilt, 5000ms, std::nullopt);
+  REQUIRE(renewed.outcome == RenewOutcome::renewed);
+  CHECK(renewed.ttl == 5000ms);
+  LockStatus status = other->status(request.name);
+  REQUIRE(status.held);
+  if (status.time_left) CHECK(*status.time_left > 2000ms);
+  CHECK(other->release(rebuilt) == ReleaseOutcome::released);
+  CHECK_FALSE(client()->status(request.name).held);
 }

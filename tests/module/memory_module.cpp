@@ -25,7 +25,7 @@ public:
                         const Interrupt &) override {
     return try_acquire(request);
   }
-  RenewResult renew(const Lease &lease, Millis ttl) override {
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
     auto sent_at = SteadyClock::now();
     if (!owns(lease)) return {RenewOutcome::lost, {}, sent_at, "not held"};
     return {RenewOutcome::renewed, ttl, sent_at, ""};

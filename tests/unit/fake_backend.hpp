@@ -35,7 +35,8 @@ public:
     return try_acquire(request);
   }
 
-  backend::RenewResult renew(const backend::Lease &, Millis ttl) override {
+  backend::RenewResult renew(const backend::Lease &, Millis ttl,
+                              std::optional<backend::SteadyClock::time_point>) override {
     backend::RenewResult result;
     auto sent_at = backend::SteadyClock::now();
     std::unique_lock lock(m_mutex);

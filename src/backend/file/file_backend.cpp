@@ -51,7 +51,7 @@ public:
     return take(request, true, deadline, &interrupt);
   }
 
-  RenewResult renew(const Lease &lease, Millis ttl) override {
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
     RenewResult result;
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) {

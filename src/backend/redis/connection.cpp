@@ -21,6 +21,8 @@ namespace dlock::backend::redis {
 
 namespace {
 
+Millis waited(Deadline since) { return std::chrono::round<Millis>(Clock::now() - since); }
+
 int millis_until(Deadline deadline) {
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (left <= 0) return 0;
@@ -322,19 +324,24 @@ std::optional<Reply> Connection::read(Deadline deadline, int wake_fd) {
   }
 }
 
+Deadline Connection::round_trip_deadline(std::optional<Deadline> deadline) const {
+  Deadline until = Clock::now() + m_options.timeout;
+  return deadline && *deadline < until ? *deadline : until;
+}
+
 Reply Connection::call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline) {
-  Deadline until = round_trip_deadline();
-  if (deadline && *deadline < until) until = *deadline;
+  Deadline started = Clock::now(), until = round_trip_deadline(deadline);
   std::string bytes;
   append_command(bytes, args);
   send(bytes, until);
   std::optional<Reply> reply = read(until);
-  if (!reply) fail(fmt::format("no answer within {}", format_duration(m_options.timeout)));
+  if (!reply) fail(fmt::format("no answer within {}", format_duration(waited(started))));
   return std::move(*reply);
 }
 
-std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>> &commands) {
-  Deadline until = round_trip_deadline();
+std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>> &commands,
+                                        std::optional<Deadline> deadline) {
+  Deadline started = Clock::now(), until = round_trip_deadline(deadline);
   std::string bytes;
   for (const auto &command : commands)
     append_command(bytes, command);
@@ -343,7 +350,7 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
   replies.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) {
     std::optional<Reply> reply = read(until);
-    if (!reply) fail(fmt::format("no answer within {}", format_duration(m_options.timeout)));
+    if (!reply) fail(fmt::format("no answer within {}", format_duration(waited(started))));
     replies.push_back(std::move(*reply));
   }
   return replies;

@@ -55,7 +55,8 @@ public:
   // One command, one reply, within the timeout (or `deadline` if earlier).
   Reply call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline = std::nullopt);
   // Several commands in one write; their replies in order.
-  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &commands);
+  std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &commands,
+                              std::optional<Deadline> deadline = std::nullopt);
 
   // The parts of a round trip, for pub/sub and for talking to several
   // servers at once: send() queues bytes (connecting first if needed) and
@@ -71,7 +72,8 @@ public:
   const Address &address() const { return m_address; }
   // "redis at host:port" for messages.
   const std::string &where() const { return m_where; }
-  Deadline round_trip_deadline() const { return Clock::now() + m_options.timeout; }
+  // Now + the timeout, or `deadline` if that is earlier.
+  Deadline round_trip_deadline(std::optional<Deadline> deadline = std::nullopt) const;
 
 private:
   void connect(Deadline deadline);

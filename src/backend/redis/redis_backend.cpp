@@ -71,17 +71,21 @@ std::optional<std::uint64_t> fence_from(const Reply &fields) {
   return std::nullopt;
 }
 
-// {pttl, holder fields} from the status and force-release scripts.
+// {pttl, holder fields[, last fence]} from the status and force-release
+// scripts; pttl -2: free.
 LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys) {
   LockStatus status;
   status.name = name;
   status.detail = fmt::format("key {}", keys.lock);
   if (reply.type != Reply::Type::array || reply.elements.size() < 2) return status;
+  if (reply.elements.size() > 2)
+    if (auto last = to_integer(reply.elements[2].str); last && *last > 0) status.fence = static_cast<std::uint64_t>(*last);
+  if (reply.elements[0].integer == -2) return status;
   status.held = true;
   if (reply.elements[0].integer >= 0) status.time_left = Millis(reply.elements[0].integer);
   if (!reply.elements[1].elements.empty()) {
     status.holder = holder_from(reply.elements[1]);
-    status.fence = fence_from(reply.elements[1]);
+    if (auto fence = fence_from(reply.elements[1])) status.fence = fence;
   }
   return status;
 }
@@ -198,11 +202,11 @@ public:
     }
   }
 
-  RenewResult renew(const Lease &lease, Millis ttl) override {
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     Keys keys = keys_for(lease.name);
     RenewResult result;
     result.sent_at = SteadyClock::now();
-    Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())});
+    Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())}, answer_by);
     if (reply.integer == 1) {
       result.outcome = RenewOutcome::renewed;
       result.ttl = ttl;
@@ -239,7 +243,7 @@ public:
 
   std::vector<LockStatus> list(const std::string &prefix) override {
     check_master();
-    std::string head = fmt::format("{{{}:", m_config.lock_namespace);
+    std::string head = tag_head();
     std::string tail = "}:lock";
     std::string pattern = glob_escape(head + prefix) + "*" + tail;
     std::vector<std::string> names;
@@ -300,11 +304,16 @@ public:
       if (role != "master")
         node.error = "read-only replica: locks need the master (point dlock at it, or use redis-sentinel://)";
       result.detail = fmt::format("role {}; maxmemory-policy {}", role == "slave" ? "replica" : role, policy);
-      if (policy.rfind("allkeys-", 0) == 0) {
-        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict lock keys and fence counters; "
-            "use noeviction",
+      // Eviction of a held lock's key hands the lock to a second holder
+      // (fences stay safe while the counter, which has no TTL, survives).
+      if (policy.rfind("allkeys-", 0) == 0)
+        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks and fence "
+            "counters; use noeviction",
             node.address, policy);
-      }
+      else if (policy.rfind("volatile-", 0) == 0)
+        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks (fences stay "
+            "increasing); use noeviction",
+            node.address, policy);
       if (!m_master_name.empty()) result.detail += fmt::format("; master '{}' from sentinel", m_master_name);
     } catch (const Error &failure) {
       if (failure.code() != ExitCode::unavailable) throw;
@@ -322,8 +331,19 @@ private:
     long long holder_pttl = -1;
   };
 
+  // "{NS:NAME}": one hash tag for all keys of a lock. A ':' in the
+  // namespace is written %3A (names and namespaces cannot hold '%'), so
+  // namespace "a:b" with lock "c" and namespace "a" with lock "b:c" stay
+  // apart.
+  std::string tag_head() const {
+    std::string ns;
+    for (char c : m_config.lock_namespace)
+      ns += c == ':' ? std::string("%3A") : std::string(1, c);
+    return "{" + ns + ":";
+  }
+
   Keys keys_for(const std::string &name) const {
-    std::string tag = fmt::format("{{{}:{}}}", m_config.lock_namespace, name);
+    std::string tag = tag_head() + name + "}";
     return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released"};
   }
 
@@ -337,8 +357,9 @@ private:
   // EVAL rather than EVALSHA: the scripts are a few hundred bytes, Redis
   // keeps them cached by hash, and there is no NOSCRIPT round trip after a
   // restart or SCRIPT FLUSH.
-  Reply run_script(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
-    std::vector<Reply> replies = main().pipeline({script_command(script, keys, args)});
+  Reply run_script(const char *script, const Keys &keys, std::initializer_list<std::string> args,
+                   std::optional<Deadline> answer_by = std::nullopt) {
+    std::vector<Reply> replies = main().pipeline({script_command(script, keys, args)}, answer_by);
     return checked(replies[0]);
   }
 
@@ -385,6 +406,7 @@ private:
   // sentinels name (asked once per dlock process).
   const Address &master() {
     if (m_sentinels.empty() || !m_address.host.empty()) return m_address;
+    m_address = {};
     std::vector<std::string> failures;
     for (const Address &sentinel : m_sentinels) {
       try {
@@ -408,6 +430,13 @@ private:
   }
 
   Connection &main() {
+    // After a failure under Sentinel, ask again who the master is: a
+    // failover may have happened. (A lease the old master granted survives
+    // on the new one only if it was replicated in time.)
+    if (m_main && !m_main->is_open() && !m_sentinels.empty()) {
+      m_main.reset();
+      m_address = {};
+    }
     if (!m_main) m_main = std::make_unique<Connection>(master(), m_options);
     if (m_check_role) {
       // Sentinel may name a master that has just been demoted: ask it.

@@ -54,10 +54,10 @@ redis.call('PUBLISH', ARGV[1], 'released')
 return result
 )lua";
 
-// One consistent view: {pttl, holder fields}, or nil when free.
+// One consistent view: {pttl, holder fields, last fence}; pttl is -2 when
+// the lock is free.
 inline constexpr const char *status = R"lua(
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-return {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+return {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[3]) or ''}
 )lua";
 
 } // namespace dlock::backend::redis::lua
