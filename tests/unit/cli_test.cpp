@@ -29,7 +29,8 @@ TEST_CASE("command line errors map to the documented exit codes, never CLI11's")
   CHECK(cli({"run", "x", "-E", "300", "--", "true"}) == to_int(ExitCode::usage));
   CHECK(cli({"run", "x", "-c", "true", "--", "true"}) == to_int(ExitCode::usage));
   CHECK(cli({"-b", "nosuch://x", "status", "x"}) == to_int(ExitCode::config));
-  CHECK(cli({"-b", "redis://127.0.0.1:1", "status", "x"}) == to_int(ExitCode::config));
+  CHECK(cli({"-b", "redis://127.0.0.1:1", "status", "x"}) == to_int(ExitCode::unavailable)); // nothing listens
+  CHECK(cli({"-b", "redis://127.0.0.1:1?nosuch=1", "status", "x"}) == to_int(ExitCode::config));
   CHECK(cli({"--config", "/nonexistent/config", "status", "x"}) == to_int(ExitCode::config));
   CHECK(cli({"no-such-command"}) == to_int(ExitCode::usage));
   CHECK(cli({"--help"}) == 0);
