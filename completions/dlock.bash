@@ -144,6 +144,13 @@ _dlock() {
       while IFS= read -r dir; do
         candidates+=("file://$dir/")
       done < <(compgen -d -- "${value#file://}")
+    elif [[ $value == redis+unix://* ]]; then
+      # The socket's path; directories get a slash to go on typing.
+      local path
+      while IFS= read -r path; do
+        [[ -d $path ]] && path+=/
+        candidates+=("redis+unix://$path")
+      done < <(compgen -f -- "${value#redis+unix://}")
     fi
     ;;
   --config | --password-file)

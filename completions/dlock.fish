@@ -87,6 +87,12 @@ function __dlock_backends
         end
         return
     end
+    if string match -q -- 'redis+unix://*' $current
+        for path in (__fish_complete_path (string replace -- 'redis+unix://' '' $current))
+            echo redis+unix://(string split -f1 \t -- $path)
+        end
+        return
+    end
     printf '%s\n' file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// zk:// postgres:// postgresql:// etcd:// etcds://
 end
 
