@@ -150,7 +150,10 @@ private:
 
   int finish(const Heartbeat::State &state) {
     const std::string &name = m_lease.name;
-    if (m_stop != StopReason::lost) {
+    // After a lost lock there is nothing to release; after a lease deadline
+    // the backend has not answered for most of T and the lease is about to
+    // end by itself: a release would only hold dlock up for its timeout.
+    if (m_stop != StopReason::lost && m_stop != StopReason::lease_deadline) {
       try {
         if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);

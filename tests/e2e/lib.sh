@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the end-to-end tests of dlock. Each test sets its
 # scenario name, then sources this file:
 #
@@ -237,3 +238,24 @@ is_free() {
   "${DL[@]}" status "$1" >/dev/null 2>&1
   [ $? = 3 ]
 }
+
+# use_redis [URL]: switches the test to the Redis server that
+# scripts/with-redis started for it (DLOCK_TEST_REDIS_*): BACKEND, DL and
+# DLOCK_BACKEND then name URL (default $DLOCK_TEST_REDIS_URL). Fails, never
+# skips, when the test is not run under with-redis or dlock lacks the redis
+# backend. Sets RCLI to the redis-cli wrapper of that server.
+#   redis_key NAME PART [NS]   the server-side key of a lock: {NS:NAME}:PART
+use_redis() {
+  [ -n "${DLOCK_TEST_REDIS_URL:-}" ] ||
+    fail "DLOCK_TEST_REDIS_URL is not set: run this test as scripts/with-redis [options] -- bash $0"
+  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +redis ' | grep -q 'not available'; then
+    fail "this dlock has no redis backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +redis ' | tail -1)"
+  fi
+  BACKEND=${1:-$DLOCK_TEST_REDIS_URL}
+  DL=("$DLOCK_BIN" -b "$BACKEND")
+  export DLOCK_BACKEND=$BACKEND
+  # shellcheck disable=SC2034 # RCLI is for the caller
+  RCLI=$DLOCK_TEST_REDIS_CLI
+}
+
+redis_key() { printf '{%s:%s}:%s' "${3:-dlock}" "$1" "$2"; }

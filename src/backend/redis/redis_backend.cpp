@@ -169,8 +169,12 @@ public:
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
     Keys keys = keys_for(request.name);
-    // Subscribed before the first attempt: a release published between a
-    // failed attempt and the wait is already in the socket, not lost.
+    // A free lock costs no subscription. Otherwise every attempt that may
+    // be followed by a wait is made while subscribed: a release published
+    // between that attempt and the wait is already in the socket, not lost.
+    if (Attempt first = attempt_once(request, keys); first.lease)
+      return {AcquireOutcome::acquired, std::move(first.lease), 0};
+    if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
     Connection subscriber(master(), m_options);
     bool subscribed = subscribe(subscriber, keys.channel);
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
@@ -390,7 +394,11 @@ private:
   Reply checked(Reply reply) {
     if (!reply.is_error()) return reply;
     std::string_view code = reply.error_code();
-    if (code == "NOAUTH")
+    // Redis 7 answers a long command from a client that has not
+    // authenticated with "Protocol error: unauthenticated ..." instead of
+    // NOAUTH, and drops the connection.
+    if (reply.str.find("unauthenticated") != std::string::npos && m_main) m_main->close();
+    if (code == "NOAUTH" || reply.str.find("Protocol error: unauthenticated") != std::string::npos)
       throw Error(ExitCode::auth, fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file",
                                               m_label));
     if (code == "WRONGPASS" || code == "NOPERM")
