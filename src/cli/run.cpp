@@ -41,6 +41,7 @@ int run_run(const RunArguments &args, Context &context) {
   }
   options.conflict_exit_code = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
   options.lost_exit_code = parse_exit_code(args.lost_exit_code, 76, "--lost-exit-code");
+  options.yield_after_release = true;
   options.quiet = settings.quiet;
   options.public_backend_url = settings.backend.url.without_credentials();
   options.request.holder = {host_name(), getpid(), user_name(), join_command(options.command),

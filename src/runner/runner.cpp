@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -157,6 +158,11 @@ private:
       try {
         if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
+        // From here dlock only winds down, while a waiter that was just
+        // woken needs a CPU (and, on a networked backend, the server's) to
+        // take the lock and start its job: make way for it. Nice 19 is
+        // never starved, only last in line.
+        if (m_options.yield_after_release) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
       } catch (const std::exception &failure) {
         say("warning: could not release lock '{}': {}; it ends when its lease runs out", name, failure.what());
       }

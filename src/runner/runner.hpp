@@ -19,6 +19,9 @@ struct RunOptions {
   int lost_exit_code = 76;
   bool quiet = false;
   std::string public_backend_url; // DLOCK_BACKEND for the child: no credentials
+  // Drop to the lowest priority once the lock is released (the process is
+  // about to exit, and a woken waiter should get the CPU first).
+  bool yield_after_release = false;
 };
 
 // Lets tests see what the runner did and when.

@@ -54,6 +54,8 @@ public:
 
   // One command, one reply, within the timeout (or `deadline` if earlier).
   Reply call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline = std::nullopt);
+  // The same for a command already in RESP (see append_command).
+  Reply call_formatted(const std::string &command, std::optional<Deadline> deadline = std::nullopt);
   // Several commands in one write; their replies in order.
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &commands,
                               std::optional<Deadline> deadline = std::nullopt);
@@ -80,6 +82,7 @@ private:
   void connect_socket(Deadline deadline);
   void write_all(const std::string &bytes, Deadline deadline);
   bool wait_ready(bool for_write, Deadline deadline, int wake_fd);
+  ssize_t spin_recv(char *buffer, std::size_t size);
   [[noreturn]] void fail(const std::string &message);
 
   Address m_address;

@@ -79,7 +79,8 @@ LockStatus status_from(const std::string &name, const Reply &reply, const Keys &
   status.detail = fmt::format("key {}", keys.lock);
   if (reply.type != Reply::Type::array || reply.elements.size() < 2) return status;
   if (reply.elements.size() > 2)
-    if (auto last = to_integer(reply.elements[2].str); last && *last > 0) status.fence = static_cast<std::uint64_t>(*last);
+    if (auto last = to_integer(reply.elements[2].str); last && *last > 0)
+      status.fence = static_cast<std::uint64_t>(*last);
   if (reply.elements[0].integer == -2) return status;
   status.held = true;
   if (reply.elements[0].integer >= 0) status.time_left = Millis(reply.elements[0].integer);
@@ -139,7 +140,8 @@ public:
       m_master_name = rest.substr(0, slash);
       if (m_master_name.empty())
         throw ConfigError(fmt::format("{}: no master name: redis-sentinel://HOST:PORT[,...]/MASTER[/DB]", m_label));
-      if (slash != std::string::npos && slash + 1 < rest.size()) m_options.db = parse_db(rest.substr(slash + 1), m_label);
+      if (slash != std::string::npos && slash + 1 < rest.size())
+        m_options.db = parse_db(rest.substr(slash + 1), m_label);
     } else {
       if (url.hosts.size() > 1)
         throw ConfigError(fmt::format("{}: one Redis server per URL; for a quorum of independent servers use "
@@ -152,16 +154,15 @@ public:
     if (!query.empty()) {
       std::vector<std::string> known = {"cacert", "cert", "key", "insecure"};
       if (url.scheme == "redis+unix") known = {"db"};
-      throw ConfigError(fmt::format("{}: unknown URL option '{}' (known for {}: {})", m_label, query.begin()->first,
-                                    url.scheme, url.scheme == "rediss" || url.scheme == "redis+unix"
-                                                    ? fmt::format("{}", fmt::join(known, ", "))
-                                                    : std::string("none; TLS options need rediss://")));
+      throw ConfigError(fmt::format(
+          "{}: unknown URL option '{}' (known for {}: {})", m_label, query.begin()->first, url.scheme,
+          url.scheme == "rediss" || url.scheme == "redis+unix" ? fmt::format("{}", fmt::join(known, ", "))
+                                                               : std::string("none; TLS options need rediss://")));
     }
   }
 
   AcquireResult try_acquire(const LockRequest &request) override {
-    Keys keys = keys_for(request.name);
-    Attempt attempt = attempt_once(request, keys);
+    Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name)));
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
   }
@@ -172,7 +173,8 @@ public:
     // A free lock costs no subscription. Otherwise every attempt that may
     // be followed by a wait is made while subscribed: a release published
     // between that attempt and the wait is already in the socket, not lost.
-    if (Attempt first = attempt_once(request, keys); first.lease)
+    AcquireCommand command = acquire_command(request, keys);
+    if (Attempt first = attempt_once(request, command); first.lease)
       return {AcquireOutcome::acquired, std::move(first.lease), 0};
     if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
     Connection subscriber(master(), m_options);
@@ -181,7 +183,7 @@ public:
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
     for (;;) {
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
-      Attempt attempt = attempt_once(request, keys);
+      Attempt attempt = attempt_once(request, command);
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
@@ -237,8 +239,8 @@ public:
   LockStatus status(const std::string &name) override {
     Keys keys = keys_for(name);
     check_master();
-    std::vector<Reply> replies = main().pipeline(
-        {script_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
+    std::vector<Reply> replies =
+        main().pipeline({script_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
     LockStatus status = status_from(name, checked(replies[0]), keys);
     const Reply &numsub = replies[1];
     if (numsub.type == Reply::Type::array && numsub.elements.size() == 2) status.waiters = numsub.elements[1].integer;
@@ -367,13 +369,27 @@ private:
     return checked(replies[0]);
   }
 
-  Attempt attempt_once(const LockRequest &request, const Keys &keys) {
+  // One acquire request, formatted once per acquire() so that a waiter that
+  // is woken only has to send it. Every attempt of one call uses the same
+  // token: at most one of them can take the lock.
+  struct AcquireCommand {
+    std::string token;
+    std::string bytes;
+  };
+
+  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys) const {
+    AcquireCommand command{random_hex(16), {}};
+    append_command(command.bytes,
+                   script_command(lua::acquire, keys,
+                                  {command.token, std::to_string(request.ttl.count()), request.holder.host,
+                                   std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
+    return command;
+  }
+
+  Attempt attempt_once(const LockRequest &request, const AcquireCommand &command) {
     Attempt attempt;
-    std::string token = random_hex(16);
     auto sent_at = SteadyClock::now();
-    Reply reply = run_script(lua::acquire, keys,
-                             {token, std::to_string(request.ttl.count()), request.holder.host,
-                              std::to_string(request.holder.pid), request.holder.user, request.holder.command});
+    Reply reply = checked(main().call_formatted(command.bytes));
     if (reply.type != Reply::Type::array || reply.elements.size() != 2)
       throw UnavailableError(fmt::format("{}: unexpected reply to the acquire script", m_label));
     if (reply.elements[0].integer != 1) {
@@ -382,7 +398,7 @@ private:
     }
     Lease lease;
     lease.name = request.name;
-    lease.token = std::move(token);
+    lease.token = command.token;
     lease.fence = static_cast<std::uint64_t>(to_integer(reply.elements[1].str).value_or(0));
     lease.ttl = request.ttl;
     lease.confirmed_at = sent_at;
@@ -399,8 +415,8 @@ private:
     // NOAUTH, and drops the connection.
     if (reply.str.find("unauthenticated") != std::string::npos && m_main) m_main->close();
     if (code == "NOAUTH" || reply.str.find("Protocol error: unauthenticated") != std::string::npos)
-      throw Error(ExitCode::auth, fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file",
-                                              m_label));
+      throw Error(ExitCode::auth,
+                  fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file", m_label));
     if (code == "WRONGPASS" || code == "NOPERM")
       throw Error(ExitCode::auth, fmt::format("{} refused: {}", m_label, reply.str));
     if (code == "READONLY")
@@ -433,8 +449,8 @@ private:
         failures.push_back(failure.what());
       }
     }
-    throw UnavailableError(fmt::format("no sentinel of {} names a master '{}': {}", m_label, m_master_name,
-                                       fmt::join(failures, "; ")));
+    throw UnavailableError(
+        fmt::format("no sentinel of {} names a master '{}': {}", m_label, m_master_name, fmt::join(failures, "; ")));
   }
 
   Connection &main() {
@@ -479,8 +495,8 @@ private:
     std::optional<Reply> reply = subscriber.read(until);
     if (!reply) {
       subscriber.close();
-      throw UnavailableError(fmt::format("{}: no answer to SUBSCRIBE within {}", m_label,
-                                         format_duration(m_options.timeout)));
+      throw UnavailableError(
+          fmt::format("{}: no answer to SUBSCRIBE within {}", m_label, format_duration(m_options.timeout)));
     }
     if (reply->is_error()) {
       detail(1, "cannot subscribe to {} ({}): waiting by polling", channel, reply->str);
@@ -507,6 +523,7 @@ private:
   std::string m_master_name;
   bool m_check_role = false;
   std::unique_ptr<Connection> m_main;
+  std::unique_ptr<Connection> m_spent_subscriber;
 };
 
 } // namespace

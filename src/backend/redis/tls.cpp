@@ -68,7 +68,7 @@ const OpenSsl &openssl() {
       return;
     }
 #define DLOCK_SSL_RESOLVE(name)                                                                                        \
-  functions.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                                         \
+  functions.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                                          \
   if (!functions.name && failure.empty()) failure = "libssl.so.3 lacks " #name;
     DLOCK_SSL_FUNCTIONS(DLOCK_SSL_RESOLVE)
 #undef DLOCK_SSL_RESOLVE
@@ -94,15 +94,16 @@ bool is_ip_literal(const std::string &host) {
 }
 
 void check_readable(const std::string &path, const char *what) {
-  if (access(path.c_str(), R_OK) != 0) throw ConfigError(errno_message(fmt::format("cannot read the {} {}", what, path), errno));
+  if (access(path.c_str(), R_OK) != 0)
+    throw ConfigError(errno_message(fmt::format("cannot read the {} {}", what, path), errno));
 }
 
 // The client key is a secret: refuse one that others can read, as ssh does.
 void check_private(const std::string &path) {
   struct stat info {};
   if (stat(path.c_str(), &info) == 0 && (info.st_mode & 077) != 0)
-    throw ConfigError(fmt::format("the TLS client key {} is readable by group or others (mode {:o}); chmod 600 it", path,
-                                  info.st_mode & 0777));
+    throw ConfigError(fmt::format("the TLS client key {} is readable by group or others (mode {:o}); chmod 600 it",
+                                  path, info.st_mode & 0777));
 }
 
 } // namespace
@@ -159,7 +160,9 @@ TlsStream::TlsStream(int fd, const TlsOptions &options, const std::string &host,
   if (!state.session || ssl.SSL_set_fd(state.session, fd) != 1)
     throw Error(ExitCode::internal, "cannot create a TLS session: " + ssl_reason(ssl));
   bool ip = is_ip_literal(host);
-  if (!ip) ssl.SSL_ctrl(state.session, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char *>(host.c_str()));
+  if (!ip)
+    ssl.SSL_ctrl(state.session, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 const_cast<char *>(host.c_str()));
   if (!options.insecure) {
     int named = ip ? ssl.X509_VERIFY_PARAM_set1_ip_asc(ssl.SSL_get0_param(state.session), host.c_str())
                    : ssl.SSL_set1_host(state.session, host.c_str());
@@ -171,22 +174,25 @@ TlsStream::TlsStream(int fd, const TlsOptions &options, const std::string &host,
     if (result == 1) break;
     int error = ssl.SSL_get_error(state.session, result);
     short events = 0;
-    if (error == SSL_ERROR_WANT_READ) events = POLLIN;
-    else if (error == SSL_ERROR_WANT_WRITE) events = POLLOUT;
+    if (error == SSL_ERROR_WANT_READ)
+      events = POLLIN;
+    else if (error == SSL_ERROR_WANT_WRITE)
+      events = POLLOUT;
     else {
       long verify = ssl.SSL_get_verify_result(state.session);
-      std::string reason = verify != X509_V_OK
-                               ? fmt::format("certificate verify failed: {}", ssl.X509_verify_cert_error_string(verify))
-                               : (error == SSL_ERROR_SYSCALL && ssl.ERR_get_error() == 0
-                                      ? std::string("connection closed by the server")
-                                      : ssl_reason(ssl));
+      std::string reason =
+          verify != X509_V_OK
+              ? fmt::format("certificate verify failed: {}", ssl.X509_verify_cert_error_string(verify))
+              : (error == SSL_ERROR_SYSCALL && ssl.ERR_get_error() == 0 ? std::string("connection closed by the server")
+                                                                        : ssl_reason(ssl));
       throw UnavailableError(fmt::format("TLS handshake with {} failed: {}", where, reason));
     }
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0)
-        throw UnavailableError(fmt::format("TLS handshake with {} did not finish in time", where));
-      struct pollfd item {fd, events, 0};
+      if (left.count() <= 0) throw UnavailableError(fmt::format("TLS handshake with {} did not finish in time", where));
+      struct pollfd item {
+        fd, events, 0
+      };
       int ready = poll(&item, 1, static_cast<int>(left.count()) + 1);
       if (ready > 0) break;
       if (ready < 0 && errno != EINTR) throw UnavailableError(errno_message("poll", errno));
