@@ -1,5 +1,6 @@
 #include "backend/redis/redis_backend.hpp"
 
+#include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
 #include "backend/redis/scripts.hpp"
 #include "core/error.hpp"
@@ -18,98 +19,15 @@ namespace dlock::backend::redis {
 
 namespace {
 
-constexpr int k_default_port = 6379;
 constexpr int k_default_sentinel_port = 26379;
-
-struct Keys {
-  std::string lock, info, fence, channel;
-};
-
-std::optional<long long> to_integer(std::string_view text) {
-  long long value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-int parse_db(std::string_view text, const std::string &url) {
-  auto value = to_integer(text);
-  if (!value || *value < 0 || *value > 1'000'000)
-    throw ConfigError(fmt::format("bad database number '{}' in {}", text, url));
-  return static_cast<int>(*value);
-}
-
-// Glob-escapes a literal for SCAN MATCH.
-std::string glob_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-HolderInfo holder_from(const Reply &fields) {
-  std::map<std::string, std::string> values;
-  for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
-    values[fields.elements[i].str] = fields.elements[i + 1].str;
-  HolderInfo holder;
-  holder.host = values["host"];
-  holder.pid = to_integer(values["pid"]).value_or(0);
-  holder.user = values["user"];
-  holder.command = values["command"];
-  if (auto since = to_integer(values["since"]))
-    holder.since = std::chrono::system_clock::time_point(std::chrono::milliseconds(*since));
-  return holder;
-}
-
-std::optional<std::uint64_t> fence_from(const Reply &fields) {
-  for (std::size_t i = 0; i + 1 < fields.elements.size(); i += 2)
-    if (fields.elements[i].str == "fence")
-      if (auto value = to_integer(fields.elements[i + 1].str); value && *value > 0)
-        return static_cast<std::uint64_t>(*value);
-  return std::nullopt;
-}
-
-// {pttl, holder fields[, last fence]} from the status and force-release
-// scripts; pttl -2: free.
-LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys) {
-  LockStatus status;
-  status.name = name;
-  status.detail = fmt::format("key {}", keys.lock);
-  if (reply.type != Reply::Type::array || reply.elements.size() < 2) return status;
-  if (reply.elements.size() > 2)
-    if (auto last = to_integer(reply.elements[2].str); last && *last > 0)
-      status.fence = static_cast<std::uint64_t>(*last);
-  if (reply.elements[0].integer == -2) return status;
-  status.held = true;
-  if (reply.elements[0].integer >= 0) status.time_left = Millis(reply.elements[0].integer);
-  if (!reply.elements[1].elements.empty()) {
-    status.holder = holder_from(reply.elements[1]);
-    if (auto fence = fence_from(reply.elements[1])) status.fence = fence;
-  }
-  return status;
-}
-
-// A value of one "field:value" line of INFO.
-std::string info_field(const std::string &info, std::string_view field) {
-  std::string key = fmt::format("\n{}:", field);
-  auto at = ("\n" + info).find(key);
-  if (at == std::string::npos) return {};
-  at += key.size() - 1; // position in `info`
-  auto end = info.find_first_of("\r\n", at);
-  return info.substr(at, end == std::string::npos ? std::string::npos : end - at);
-}
 
 class RedisBackend : public Backend {
 public:
   explicit RedisBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
     const Url &url = config.url;
-    m_options.timeout = config.connect_timeout;
-    m_options.user = url.user.value_or("");
-    m_options.password = config.password ? config.password : url.password;
     std::string path = url.path;
     std::map<std::string, std::string> query = url.query;
+    m_options = connection_options(config, query, url.scheme == "rediss");
     auto take = [&query](const std::string &key) -> std::optional<std::string> {
       auto found = query.find(key);
       if (found == query.end()) return std::nullopt;
@@ -117,13 +35,6 @@ public:
       query.erase(found);
       return value;
     };
-    if (url.scheme == "rediss") {
-      m_options.tls.enabled = true;
-      m_options.tls.ca_file = take("cacert").value_or("");
-      m_options.tls.cert_file = take("cert").value_or("");
-      m_options.tls.key_file = take("key").value_or("");
-      if (auto insecure = take("insecure")) m_options.tls.insecure = *insecure == "1" || *insecure == "true";
-    }
     if (url.scheme == "redis+unix") {
       if (!url.hosts.empty() && !url.hosts.front().empty())
         throw ConfigError(fmt::format("{}: a unix socket URL has no host: redis+unix:///path/to/redis.sock", m_label));
@@ -337,28 +248,8 @@ private:
     long long holder_pttl = -1;
   };
 
-  // "{NS:NAME}": one hash tag for all keys of a lock. A ':' in the
-  // namespace is written %3A (names and namespaces cannot hold '%'), so
-  // namespace "a:b" with lock "c" and namespace "a" with lock "b:c" stay
-  // apart.
-  std::string tag_head() const {
-    std::string ns;
-    for (char c : m_config.lock_namespace)
-      ns += c == ':' ? std::string("%3A") : std::string(1, c);
-    return "{" + ns + ":";
-  }
-
-  Keys keys_for(const std::string &name) const {
-    std::string tag = tag_head() + name + "}";
-    return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released"};
-  }
-
-  static std::vector<std::string> script_command(const char *script, const Keys &keys,
-                                                 std::initializer_list<std::string> args) {
-    std::vector<std::string> command = {"EVAL", script, "3", keys.lock, keys.info, keys.fence};
-    command.insert(command.end(), args);
-    return command;
-  }
+  std::string tag_head() const { return redis::tag_head(m_config.lock_namespace); }
+  Keys keys_for(const std::string &name) const { return redis::keys_for(m_config.lock_namespace, name); }
 
   // EVAL rather than EVALSHA: the scripts are a few hundred bytes, Redis
   // keeps them cached by hash, and there is no NOSCRIPT round trip after a
@@ -408,22 +299,11 @@ private:
 
   // Turns error replies into the errors of spec.md.
   Reply checked(Reply reply) {
-    if (!reply.is_error()) return reply;
-    std::string_view code = reply.error_code();
     // Redis 7 answers a long command from a client that has not
-    // authenticated with "Protocol error: unauthenticated ..." instead of
-    // NOAUTH, and drops the connection.
-    if (reply.str.find("unauthenticated") != std::string::npos && m_main) m_main->close();
-    if (code == "NOAUTH" || reply.str.find("Protocol error: unauthenticated") != std::string::npos)
-      throw Error(ExitCode::auth,
-                  fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file", m_label));
-    if (code == "WRONGPASS" || code == "NOPERM")
-      throw Error(ExitCode::auth, fmt::format("{} refused: {}", m_label, reply.str));
-    if (code == "READONLY")
-      throw UnavailableError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
-                                         "use redis-sentinel://)",
-                                         m_label));
-    throw UnavailableError(fmt::format("{}: server error: {}", m_label, reply.str));
+    // authenticated with "Protocol error: unauthenticated ..." and drops
+    // the connection.
+    if (reply.is_error() && reply.str.find("unauthenticated") != std::string::npos && m_main) m_main->close();
+    return check_reply(std::move(reply), m_label);
   }
 
   // The address of the server to lock on: the URL's, or the master the

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "backend/backend.hpp"
+#include "backend/redis/connection.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// What the Redis and Redlock backends share: key names, reading the
+// scripts' replies, URL options, and turning error replies into errors.
+namespace dlock::backend::redis {
+
+constexpr int k_default_port = 6379;
+
+// The keys of one lock; all share the hash tag {NS:NAME}.
+struct Keys {
+  std::string lock, info, fence, channel;
+};
+
+// "{NS:": the start of every key of a namespace. A ':' in the namespace is
+// written %3A (names and namespaces cannot hold '%'), so namespace "a:b"
+// with lock "c" and namespace "a" with lock "b:c" stay apart.
+std::string tag_head(const std::string &lock_namespace);
+Keys keys_for(const std::string &lock_namespace, const std::string &name);
+
+// EVAL of one of the scripts in scripts.hpp on a lock's three keys.
+std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args);
+
+std::optional<long long> to_integer(std::string_view text);
+int parse_db(std::string_view text, const std::string &url);
+// Glob-escapes a literal for SCAN MATCH.
+std::string glob_escape(std::string_view text);
+HolderInfo holder_from(const Reply &fields);
+std::optional<std::uint64_t> fence_from(const Reply &fields);
+// {pttl, holder fields[, last fence]} from the status and force-release
+// scripts; pttl -2: free.
+LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys);
+// A value of one "field:value" line of INFO.
+std::string info_field(const std::string &info, std::string_view field);
+
+// Timeout, credentials and (when `tls`) the TLS options, which it takes out
+// of `query`: cacert, cert, key, insecure.
+ConnectionOptions connection_options(const BackendConfig &config, std::map<std::string, std::string> &query, bool tls);
+
+// Returns a reply that is not an error; throws the error of spec.md for one
+// that is: 77 for refused credentials or permissions, 69 for a read-only
+// replica or any other server error. `where` names the server.
+Reply check_reply(Reply reply, const std::string &where);
+
+} // namespace dlock::backend::redis
