@@ -2,6 +2,7 @@
 
 #include "backend/file/file_backend.hpp"
 #include "backend/redis/redis_backend.hpp"
+#include "backend/redis/redlock_backend.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -53,7 +54,11 @@ const std::vector<BackendInfo> &known_backends() {
        false,
        "single Redis node (or Sentinel's master): SET NX PX + Lua, waiters via pub/sub",
        &redis::create_redis_backend},
-      {{"redlock"}, "redlock", false, "majority quorum over N independent Redis nodes", nullptr},
+      {{"redlock", "redlocks"},
+       "",
+       false,
+       "majority quorum over N independent Redis nodes, quorum fences",
+       &redis::create_redlock_backend},
       {{"zk"}, "zookeeper", true, "ZooKeeper ephemeral sequential nodes", nullptr},
       {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
       {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},

@@ -279,7 +279,10 @@ TEST_CASE("a lease rebuilt from name and token in another client renews and rele
   auto other = client();
   RenewResult renewed = other->renew(rebuilt, 5000ms, std::nullopt);
   REQUIRE(renewed.outcome == RenewOutcome::renewed);
-  CHECK(renewed.ttl == 5000ms);
+  // T is what the backend granted: the ttl asked for, or (Redlock) a
+  // validity a little below it.
+  CHECK(renewed.ttl <= 5000ms);
+  CHECK(renewed.ttl >= 4500ms);
   LockStatus status = other->status(request.name);
   REQUIRE(status.held);
   if (status.time_left) CHECK(*status.time_left > 2000ms);

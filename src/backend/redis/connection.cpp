@@ -356,23 +356,24 @@ Reply Connection::call(std::initializer_list<std::string_view> args, std::option
 }
 
 Reply Connection::call_formatted(const std::string &bytes, std::optional<Deadline> deadline) {
-  Deadline started = Clock::now(), until = round_trip_deadline(deadline);
-  send(bytes, until);
-  std::optional<Reply> reply = read(until);
-  if (!reply) fail(fmt::format("no answer within {}", format_duration(waited(started))));
-  return std::move(*reply);
+  return std::move(round_trip(bytes, 1, deadline).front());
 }
 
 std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::string>> &commands,
                                         std::optional<Deadline> deadline) {
-  Deadline started = Clock::now(), until = round_trip_deadline(deadline);
   std::string bytes;
   for (const auto &command : commands)
     append_command(bytes, command);
+  return round_trip(bytes, commands.size(), deadline);
+}
+
+std::vector<Reply> Connection::round_trip(const std::string &bytes, std::size_t count,
+                                          std::optional<Deadline> deadline) {
+  Deadline started = Clock::now(), until = round_trip_deadline(deadline);
   send(bytes, until);
   std::vector<Reply> replies;
-  replies.reserve(commands.size());
-  for (std::size_t i = 0; i < commands.size(); ++i) {
+  replies.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
     std::optional<Reply> reply = read(until);
     if (!reply) fail(fmt::format("no answer within {}", format_duration(waited(started))));
     replies.push_back(std::move(*reply));

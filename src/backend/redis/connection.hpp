@@ -56,6 +56,9 @@ public:
   Reply call(std::initializer_list<std::string_view> args, std::optional<Deadline> deadline = std::nullopt);
   // The same for a command already in RESP (see append_command).
   Reply call_formatted(const std::string &command, std::optional<Deadline> deadline = std::nullopt);
+  // `count` commands already in RESP, in one write; their replies in order.
+  std::vector<Reply> round_trip(const std::string &commands, std::size_t count,
+                                std::optional<Deadline> deadline = std::nullopt);
   // Several commands in one write; their replies in order.
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>> &commands,
                               std::optional<Deadline> deadline = std::nullopt);

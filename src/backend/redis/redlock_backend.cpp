@@ -1,0 +1,583 @@
+#include "backend/redis/redlock_backend.hpp"
+
+#include "backend/redis/common.hpp"
+#include "backend/redis/connection.hpp"
+#include "backend/redis/scripts.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <poll.h>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+namespace dlock::backend::redis {
+
+namespace {
+
+// What one node said to one request: its replies, or why there are none.
+struct NodeAnswer {
+  bool done = false;
+  std::vector<Reply> replies;
+  std::string error; // empty when answered
+  ExitCode code = ExitCode::unavailable;
+  SteadyClock::time_point at{}; // when it finished
+  bool answered() const { return done && error.empty(); }
+};
+
+// The N nodes. A request goes to every node at once, one thread per node,
+// each bounded by its deadline; the caller waits until it has heard
+// enough (a majority, usually), or everybody, or the deadline. A node still
+// busy then keeps its thread, which owns that connection and ends by the
+// deadline; the node gets a fresh connection for the next request.
+class Nodes {
+public:
+  Nodes(std::vector<Address> addresses, ConnectionOptions options) : m_options(std::move(options)) {
+    for (auto &address : addresses)
+      m_connections.push_back(std::make_shared<Connection>(std::move(address), m_options));
+  }
+
+  ~Nodes() {
+    for (auto &worker : m_workers)
+      if (worker.joinable()) worker.join();
+  }
+
+  std::size_t size() const { return m_connections.size(); }
+  std::size_t majority() const { return size() / 2 + 1; }
+  std::string address(std::size_t i) const { return m_connections[i]->address().display(); }
+
+  using Enough = std::function<bool(const std::vector<NodeAnswer> &)>;
+
+  std::vector<NodeAnswer> exchange(const std::vector<std::string> &requests, std::size_t replies_each,
+                                   Deadline deadline, const Enough &enough = {}) {
+    struct Shared {
+      std::mutex mutex;
+      std::condition_variable changed;
+      std::vector<NodeAnswer> answers;
+      std::size_t finished = 0;
+    };
+    auto shared = std::make_shared<Shared>();
+    shared->answers.resize(size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < size(); ++i) {
+      threads.emplace_back([shared, i, connection = m_connections[i], request = requests[i], replies_each, deadline] {
+        NodeAnswer answer;
+        try {
+          answer.replies = connection->round_trip(request, replies_each, deadline);
+        } catch (const Error &failure) {
+          answer.error = failure.what();
+          answer.code = failure.code();
+        } catch (const std::exception &failure) {
+          answer.error = failure.what();
+        }
+        answer.done = true;
+        answer.at = SteadyClock::now();
+        std::lock_guard lock(shared->mutex);
+        shared->answers[i] = std::move(answer);
+        ++shared->finished;
+        shared->changed.notify_all();
+      });
+    }
+    std::unique_lock lock(shared->mutex);
+    // The threads give up by `deadline` themselves; the margin only covers
+    // their last steps.
+    shared->changed.wait_until(lock, deadline + Millis(50),
+                               [&] { return shared->finished == size() || (enough && enough(shared->answers)); });
+    std::vector<NodeAnswer> answers = shared->answers;
+    bool all = shared->finished == size();
+    lock.unlock();
+    for (std::size_t i = 0; i < size(); ++i) {
+      if (all || answers[i].done) {
+        threads[i].join();
+        continue;
+      }
+      m_workers.push_back(std::move(threads[i]));
+      m_connections[i] = std::make_shared<Connection>(m_connections[i]->address(), m_options);
+      answers[i].error = "no answer in time";
+    }
+    return answers;
+  }
+
+  // The same request to every node.
+  std::vector<NodeAnswer> exchange_all(const std::string &request, std::size_t replies_each, Deadline deadline,
+                                       const Enough &enough = {}) {
+    return exchange(std::vector<std::string>(size(), request), replies_each, deadline, enough);
+  }
+
+private:
+  ConnectionOptions m_options;
+  std::vector<std::shared_ptr<Connection>> m_connections;
+  std::vector<std::thread> m_workers; // still finishing a request they were left with
+};
+
+std::string format_command(const std::vector<std::string> &command) {
+  std::string bytes;
+  append_command(bytes, command);
+  return bytes;
+}
+
+long long integer_at(const NodeAnswer &answer, std::size_t index) {
+  if (!answer.answered() || answer.replies.empty()) return -1;
+  const Reply &reply = answer.replies.front();
+  if (reply.type == Reply::Type::integer && index == 0) return reply.integer;
+  if (reply.type != Reply::Type::array || reply.elements.size() <= index) return -1;
+  const Reply &element = reply.elements[index];
+  if (element.type == Reply::Type::integer) return element.integer;
+  return to_integer(element.str).value_or(-1);
+}
+
+class RedlockBackend : public Backend {
+public:
+  explicit RedlockBackend(const BackendConfig &config)
+      : m_config(config), m_label(config.url.redacted()),
+        m_random(static_cast<unsigned>(getpid()) ^
+                 static_cast<unsigned>(SteadyClock::now().time_since_epoch().count())) {
+    const Url &url = config.url;
+    std::map<std::string, std::string> query = url.query;
+    ConnectionOptions options = connection_options(config, query, url.scheme == "redlocks");
+    if (url.path.size() > 1) options.db = parse_db(url.path.substr(1), m_label);
+    if (!query.empty())
+      throw ConfigError(
+          fmt::format("{}: unknown URL option '{}' (known for {}: {})", m_label, query.begin()->first, url.scheme,
+                      url.scheme == "redlocks" ? "cacert, cert, key, insecure" : "none; TLS options need redlocks://"));
+    std::vector<Address> addresses;
+    for (const auto &host : url.hosts)
+      if (!host.empty()) addresses.push_back(parse_address(host, k_default_port));
+    if (addresses.size() < 3)
+      throw ConfigError(fmt::format("{}: Redlock needs at least 3 independent Redis servers (it has {}); for one "
+                                    "server use redis://",
+                                    m_label, addresses.size()));
+    for (std::size_t i = 0; i < addresses.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (addresses[i].display() == addresses[j].display())
+          throw ConfigError(
+              fmt::format("{}: {} is listed twice; a quorum needs distinct servers", m_label, addresses[i].display()));
+    m_nodes = std::make_unique<Nodes>(std::move(addresses), options);
+  }
+
+  AcquireResult try_acquire(const LockRequest &request) override {
+    Attempt attempt = attempt_once(request);
+    if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
+    return {AcquireOutcome::busy, std::nullopt, 0};
+  }
+
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) override {
+    Attempt attempt = attempt_once(request);
+    if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
+    Keys keys = keys_for(m_config.lock_namespace, request.name);
+    // Woken by a release on any node; subscribed before the next attempt,
+    // so a release between that attempt and the wait is not missed.
+    std::vector<std::unique_ptr<Connection>> subscribers = subscribe_all(keys.channel, request.ttl);
+    for (;;) {
+      if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
+      auto now = SteadyClock::now();
+      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      attempt = attempt_once(request);
+      if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
+      now = SteadyClock::now();
+      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      // A random delay (Redlock's advice, so that contenders that split
+      // the nodes between them do not collide again), no later than when
+      // the holder's lease would run out.
+      Millis left = attempt.holder_pttl > 0 ? Millis(attempt.holder_pttl) : Millis(50);
+      Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
+      auto wake = now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(m_random));
+      if (deadline) wake = std::min(wake, *deadline);
+      wait_for_release(subscribers, wake, interrupt);
+    }
+  }
+
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
+    Keys keys = keys_for(m_config.lock_namespace, lease.name);
+    std::string request = format_command(script_command(lua::renew, keys, {lease.token, std::to_string(ttl.count())}));
+    auto started = SteadyClock::now();
+    Deadline deadline = started + node_timeout(ttl);
+    if (answer_by) deadline = std::min(deadline, *answer_by);
+    std::size_t majority = m_nodes->majority(), n = m_nodes->size();
+    auto answers = m_nodes->exchange_all(request, 1, deadline, [&](const std::vector<NodeAnswer> &so_far) {
+      return count(so_far, 1) >= majority || count(so_far, 0) > n - majority;
+    });
+    RenewResult result;
+    std::size_t confirmed = count(answers, 1), refused = count(answers, 0);
+    Millis validity = validity_after(ttl, started);
+    if (confirmed >= majority && validity > Millis(0)) {
+      result.outcome = RenewOutcome::renewed;
+      result.sent_at = SteadyClock::now();
+      result.ttl = validity;
+      return result;
+    }
+    if (refused > n - majority) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = fmt::format("{} of {} nodes no longer hold the lock with this token", refused, n);
+      return result;
+    }
+    result.outcome = RenewOutcome::unknown;
+    result.reason = confirmed >= majority
+                        ? "the renewal took longer than the lease"
+                        : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n, failures(answers));
+    return result;
+  }
+
+  ReleaseOutcome release(const Lease &lease) override {
+    Keys keys = keys_for(m_config.lock_namespace, lease.name);
+    auto answers = release_everywhere(lease.token, keys, node_timeout(lease.ttl));
+    return count(answers, 1) > 0 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+  }
+
+  std::optional<LockStatus> force_release(const std::string &name) override {
+    LockStatus before = status(name);
+    Keys keys = keys_for(m_config.lock_namespace, name);
+    auto answers = m_nodes->exchange_all(format_command(script_command(lua::force_release, keys, {keys.channel})), 1,
+                                         SteadyClock::now() + m_config.connect_timeout);
+    bool any = std::any_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) {
+      return answer.answered() && answer.replies.front().type == Reply::Type::array;
+    });
+    if (!any) return std::nullopt;
+    before.held = true;
+    return before;
+  }
+
+  LockStatus status(const std::string &name) override {
+    Keys keys = keys_for(m_config.lock_namespace, name);
+    std::string request = format_command(script_command(lua::redlock::status, keys, {})) +
+                          format_command({"PUBSUB", "NUMSUB", keys.channel});
+    auto answers = m_nodes->exchange_all(request, 2, SteadyClock::now() + m_config.connect_timeout);
+    return status_from_nodes(name, keys, answers);
+  }
+
+  std::vector<LockStatus> list(const std::string &prefix) override {
+    std::string head = tag_head(m_config.lock_namespace);
+    std::string tail = "}:lock";
+    std::string pattern = glob_escape(head + prefix) + "*" + tail;
+    std::vector<std::string> names;
+    std::vector<std::string> cursors(m_nodes->size(), "0");
+    std::vector<bool> active(m_nodes->size(), true);
+    std::size_t reachable = m_nodes->size();
+    // SCAN every node in step, in parallel, until each has finished.
+    while (std::count(active.begin(), active.end(), true) > 0) {
+      std::vector<std::string> requests;
+      for (std::size_t i = 0; i < m_nodes->size(); ++i)
+        requests.push_back(active[i] ? format_command({"SCAN", cursors[i], "MATCH", pattern, "COUNT", "1000"})
+                                     : format_command({"PING"}));
+      auto answers = m_nodes->exchange(requests, 1, SteadyClock::now() + m_config.connect_timeout);
+      for (std::size_t i = 0; i < answers.size(); ++i) {
+        if (!active[i]) continue;
+        const NodeAnswer &answer = answers[i];
+        if (!answer.answered() || answer.replies.front().type != Reply::Type::array ||
+            answer.replies.front().elements.size() != 2) {
+          active[i] = false;
+          --reachable;
+          continue;
+        }
+        const Reply &reply = answer.replies.front();
+        cursors[i] = reply.elements[0].str;
+        for (const Reply &key : reply.elements[1].elements)
+          if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0)
+            names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
+        if (cursors[i] == "0") active[i] = false;
+      }
+    }
+    if (reachable < m_nodes->majority())
+      throw UnavailableError(fmt::format("no quorum: only {} of {} nodes answered SCAN", reachable, m_nodes->size()));
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<LockStatus> out;
+    for (const auto &name : names)
+      if (LockStatus one = status(name); one.held) out.push_back(std::move(one));
+    return out;
+  }
+
+  PingResult ping() override {
+    std::string request = format_command({"PING"}) + format_command({"INFO"});
+    auto started = SteadyClock::now();
+    auto answers = m_nodes->exchange_all(request, 2, started + m_config.connect_timeout);
+    PingResult result;
+    std::size_t healthy = 0;
+    std::vector<std::string> policies;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      NodeHealth node;
+      node.address = m_nodes->address(i);
+      const NodeAnswer &answer = answers[i];
+      if (!answer.answered()) {
+        node.error = answer.error;
+      } else {
+        node.reachable = true;
+        node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(answer.at - started);
+        const std::string &info = answer.replies[1].str;
+        std::string role = info_field(info, "role");
+        node.version =
+            fmt::format("redis {} {}", info_field(info, "redis_version"), role == "slave" ? "replica" : role);
+        if (role != "master") node.error = "read-only replica: each Redlock node must be an independent master";
+        std::string policy = info_field(info, "maxmemory_policy");
+        if (policy != "noeviction" && !policy.empty()) policies.push_back(fmt::format("{} {}", node.address, policy));
+        if (node.error.empty()) ++healthy;
+      }
+      result.nodes.push_back(node);
+    }
+    result.quorum = healthy >= m_nodes->majority();
+    result.detail = fmt::format("{} of {} nodes usable, {} needed", healthy, m_nodes->size(), m_nodes->majority());
+    if (!policies.empty())
+      say("warning: maxmemory-policy other than noeviction can evict held locks: {}", fmt::join(policies, ", "));
+    return result;
+  }
+
+private:
+  struct Attempt {
+    std::optional<Lease> lease;
+    long long holder_pttl = -1;
+  };
+
+  // Each node's share of the wait for one request: 5% of the lease, so a
+  // stalled node cannot eat the validity window, but never less than a
+  // plausible round trip nor more than --connect-timeout.
+  Millis node_timeout(Millis ttl) const { return std::clamp(ttl / 20, Millis(50), m_config.connect_timeout); }
+
+  // Redlock's validity: what is left of the lease after the time the
+  // request took and an allowance for clock drift between the nodes.
+  static Millis validity_after(Millis ttl, SteadyClock::time_point started) {
+    auto elapsed = std::chrono::ceil<Millis>(SteadyClock::now() - started);
+    return ttl - elapsed - (ttl / 100 + Millis(2));
+  }
+
+  // How many nodes answered with integer `value` (first element of an
+  // array reply, or the integer reply itself).
+  static std::size_t count(const std::vector<NodeAnswer> &answers, long long value) {
+    return static_cast<std::size_t>(std::count_if(answers.begin(), answers.end(), [value](const NodeAnswer &answer) {
+      return answer.done && answer.error.empty() && integer_at(answer, 0) == value;
+    }));
+  }
+
+  std::string failures(const std::vector<NodeAnswer> &answers) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const NodeAnswer &answer = answers[i];
+      if (!answer.error.empty())
+        out.push_back(fmt::format("{} {}", m_nodes->address(i), short_error(answer.error)));
+      else if (answer.replies.front().is_error())
+        out.push_back(fmt::format("{} {}", m_nodes->address(i), answer.replies.front().str));
+    }
+    return fmt::format("{}", fmt::join(out, ", "));
+  }
+
+  // "redis at 1.2.3.4:5: cannot connect ...: Connection refused" -> the part
+  // after the address, as the address is printed already.
+  static std::string short_error(const std::string &error) {
+    auto colon = error.rfind(": ");
+    return colon == std::string::npos ? error : error.substr(colon + 2);
+  }
+
+  Attempt attempt_once(const LockRequest &request) {
+    Keys keys = keys_for(m_config.lock_namespace, request.name);
+    std::string token = random_hex(16);
+    std::string command = format_command(
+        script_command(lua::redlock::acquire, keys,
+                       {token, std::to_string(request.ttl.count()), request.holder.host,
+                        std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
+    std::size_t majority = m_nodes->majority(), n = m_nodes->size();
+    auto started = SteadyClock::now();
+    auto answers = m_nodes->exchange_all(command, 1, started + node_timeout(request.ttl),
+                                         [&](const std::vector<NodeAnswer> &so_far) {
+                                           return count(so_far, 1) >= majority || count(so_far, 0) > n - majority;
+                                         });
+    std::size_t granted = count(answers, 1), busy = count(answers, 0);
+    std::size_t failed = n - granted - busy;
+    Attempt attempt;
+    if (granted >= majority && validity_after(request.ttl, started) > Millis(0)) {
+      // The fence (the argument is in redlock_backend.hpp): a candidate
+      // from the granting majority's counters and clocks, accepted once a
+      // majority stored it over a smaller counter; a node whose counter is
+      // already there or beyond sends the next round higher.
+      long long fence = 0;
+      for (const auto &answer : answers)
+        if (integer_at(answer, 0) == 1) fence = std::max({fence, integer_at(answer, 1), integer_at(answer, 2)});
+      ++fence;
+      std::vector<NodeAnswer> stored_answers;
+      bool stored = false;
+      for (int round = 0; round < 3 && !stored && validity_after(request.ttl, started) > Millis(0); ++round) {
+        std::string store =
+            format_command(script_command(lua::redlock::store_fence, keys, {std::to_string(fence), token}));
+        stored_answers = m_nodes->exchange_all(store, 1, SteadyClock::now() + node_timeout(request.ttl),
+                                               [&](const std::vector<NodeAnswer> &so_far) {
+                                                 return count(so_far, 1) >= majority || count(so_far, 0) > 0;
+                                               });
+        stored = count(stored_answers, 1) >= majority;
+        for (const auto &answer : stored_answers)
+          if (integer_at(answer, 0) == 0) fence = std::max(fence, integer_at(answer, 1) + 1);
+      }
+      Millis validity = validity_after(request.ttl, started);
+      if (stored && validity > Millis(0)) {
+        Lease lease;
+        lease.name = request.name;
+        lease.token = token;
+        lease.fence = static_cast<std::uint64_t>(fence);
+        lease.ttl = validity;
+        lease.confirmed_at = SteadyClock::now();
+        attempt.lease = std::move(lease);
+        return attempt;
+      }
+      release_everywhere(token, keys, node_timeout(request.ttl));
+      throw UnavailableError(fmt::format("no quorum: the fence was stored on {} of {} nodes, {} needed ({})",
+                                         count(stored_answers, 1), n, majority, failures(stored_answers)));
+    }
+    // Not ours: undo what the minority granted, at once.
+    if (granted > 0) release_everywhere(token, keys, node_timeout(request.ttl));
+    if (granted >= majority)
+      throw UnavailableError(fmt::format("no quorum: {} of {} nodes granted the lock, but only after its validity "
+                                         "window had passed",
+                                         granted, n));
+    if (granted + failed >= majority) {
+      // Had the nodes that failed answered, the lock could be ours: this
+      // is an outage, not a busy lock.
+      bool auth = std::all_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) {
+        return answer.error.empty() || answer.code == ExitCode::auth;
+      });
+      std::string message = fmt::format("no quorum: {} of {} nodes answered, {} needed ({})", granted + busy, n,
+                                        majority, failures(answers));
+      if (auth && failed > 0) throw Error(ExitCode::auth, message);
+      throw UnavailableError(message);
+    }
+    for (const auto &answer : answers)
+      if (integer_at(answer, 0) == 0) attempt.holder_pttl = std::max(attempt.holder_pttl, integer_at(answer, 1));
+    return attempt;
+  }
+
+  std::vector<NodeAnswer> release_everywhere(const std::string &token, const Keys &keys, Millis timeout) {
+    std::string request = format_command(script_command(lua::release, keys, {token, keys.channel}));
+    std::size_t majority = m_nodes->majority();
+    // Sent to every node; waiting for a majority of answers is enough: a
+    // node that answers late still gets the request, and its copy of the
+    // lock runs out with the lease anyway.
+    return m_nodes->exchange_all(request, 1, SteadyClock::now() + timeout, [&](const std::vector<NodeAnswer> &so_far) {
+      return static_cast<std::size_t>(std::count_if(
+                 so_far.begin(), so_far.end(), [](const NodeAnswer &answer) { return answer.answered(); })) >= majority;
+    });
+  }
+
+  LockStatus status_from_nodes(const std::string &name, const Keys &keys, const std::vector<NodeAnswer> &answers) {
+    LockStatus status;
+    status.name = name;
+    std::map<std::string, std::vector<std::size_t>> by_token;
+    std::vector<std::string> states;
+    std::size_t reachable = 0;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const NodeAnswer &answer = answers[i];
+      if (!answer.answered() || answer.replies.front().type != Reply::Type::array ||
+          answer.replies.front().elements.size() < 4) {
+        states.push_back(fmt::format("{} unreachable", m_nodes->address(i)));
+        continue;
+      }
+      ++reachable;
+      const Reply &reply = answer.replies.front();
+      const std::string &token_hash = reply.elements[3].str;
+      if (auto last = to_integer(reply.elements[2].str); last && *last > 0)
+        status.fence = std::max(status.fence.value_or(0), static_cast<std::uint64_t>(*last));
+      if (token_hash.empty()) {
+        states.push_back(fmt::format("{} free", m_nodes->address(i)));
+      } else {
+        by_token[token_hash].push_back(i);
+        states.push_back(fmt::format("{} held", m_nodes->address(i)));
+      }
+      const Reply &numsub = answer.replies[1];
+      if (numsub.type == Reply::Type::array && numsub.elements.size() == 2)
+        status.waiters = std::max<std::int64_t>(status.waiters.value_or(0), numsub.elements[1].integer);
+    }
+    if (reachable < m_nodes->majority())
+      throw UnavailableError(fmt::format("no quorum: {} of {} nodes answered, {} needed ({})", reachable,
+                                         m_nodes->size(), m_nodes->majority(), failures(answers)));
+    std::size_t held_on = 0;
+    for (const auto &[token_hash, nodes] : by_token) {
+      held_on = std::max(held_on, nodes.size());
+      if (nodes.size() < m_nodes->majority()) continue;
+      status.held = true;
+      std::vector<long long> pttls;
+      for (std::size_t i : nodes)
+        pttls.push_back(integer_at(answers[i], 0));
+      // The lock is held until all but a minority of these copies expire.
+      std::sort(pttls.begin(), pttls.end(), std::greater<>());
+      if (long long left = pttls[m_nodes->majority() - 1]; left >= 0) status.time_left = Millis(left);
+      const Reply &first = answers[nodes.front()].replies.front();
+      if (!first.elements[1].elements.empty()) {
+        status.holder = holder_from(first.elements[1]);
+        if (auto fence = fence_from(first.elements[1])) status.fence = fence;
+      }
+    }
+    status.detail = fmt::format("{} on {} of {} nodes ({}); key {}", status.held ? "held" : "not held by a quorum",
+                                held_on, m_nodes->size(), fmt::join(states, ", "), keys.lock);
+    return status;
+  }
+
+  // One subscriber per node that answers in time; nodes that do not are
+  // left out (the fallback delay still wakes the waiter).
+  std::vector<std::unique_ptr<Connection>> subscribe_all(const std::string &channel, Millis ttl) {
+    std::vector<std::unique_ptr<Connection>> subscribers;
+    std::string command;
+    append_command(command, {"SUBSCRIBE", channel});
+    for (std::size_t i = 0; i < m_nodes->size(); ++i) {
+      auto deadline = SteadyClock::now() + node_timeout(ttl);
+      auto connection =
+          std::make_unique<Connection>(parse_address(m_nodes->address(i), k_default_port), options_for_subscribers());
+      try {
+        connection->send(command, deadline);
+        std::optional<Reply> reply = connection->read(deadline);
+        if (reply && !reply->is_error()) subscribers.push_back(std::move(connection));
+      } catch (const Error &failure) {
+        detail(1, "cannot subscribe at {}: {}", m_nodes->address(i), failure.what());
+      }
+    }
+    return subscribers;
+  }
+
+  ConnectionOptions options_for_subscribers() const {
+    std::map<std::string, std::string> query = m_config.url.query;
+    ConnectionOptions options = connection_options(m_config, query, m_config.url.scheme == "redlocks");
+    if (m_config.url.path.size() > 1) options.db = parse_db(m_config.url.path.substr(1), m_label);
+    return options;
+  }
+
+  // Until a release message arrives on any node, `wake`, or a signal.
+  static void wait_for_release(std::vector<std::unique_ptr<Connection>> &subscribers, SteadyClock::time_point wake,
+                               const Interrupt &interrupt) {
+    std::vector<pollfd> fds;
+    for (const auto &subscriber : subscribers)
+      fds.push_back({subscriber->fd(), POLLIN, 0});
+    fds.push_back({interrupt.fd(), POLLIN, 0});
+    for (;;) {
+      auto left = std::chrono::ceil<Millis>(wake - SteadyClock::now()).count();
+      if (left <= 0 || interrupt.requested()) return;
+      int ready = poll(fds.data(), fds.size(), static_cast<int>(left));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) return;
+      bool message = false;
+      for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        try {
+          while (subscribers[i]->read(SteadyClock::now()))
+            message = true;
+        } catch (const Error &) {
+          fds[i].fd = -1; // that node went away; the others and the delay remain
+        }
+      }
+      if (message || fds.back().revents) return;
+    }
+  }
+
+  BackendConfig m_config;
+  std::string m_label;
+  std::unique_ptr<Nodes> m_nodes;
+  std::minstd_rand m_random;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> create_redlock_backend(const BackendConfig &config) {
+  return std::make_unique<RedlockBackend>(config);
+}
+
+} // namespace dlock::backend::redis

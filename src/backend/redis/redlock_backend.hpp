@@ -1,0 +1,31 @@
+#pragma once
+
+#include "backend/backend.hpp"
+
+#include <memory>
+
+namespace dlock::backend::redis {
+
+// Redlock over N >= 3 independent Redis servers (redlock://, redlocks://
+// for TLS): the Redis backend's keys and scripts on every node, requests
+// to all nodes at once, success with a majority within the validity
+// window (ttl - elapsed - drift). T is that validity.
+//
+// Fences. Each granting node returns its fence counter and its clock (µs);
+// the candidate F is their maximum + 1. F is handed out only once a
+// majority S of the nodes stored it with "set if greater" over a counter
+// below F (a node already at or beyond F makes the client try again above
+// it). Why F then beats every earlier fence F' (stored on majority S'):
+// the lock of the earlier holder had to end on some node of our granting
+// majority before that node granted us, and it ended after S' stored F'
+// (F' is stored within its holder's validity, before its release). Our
+// store round starts after our grants, so after S' stored F'. S and S'
+// share a node x; x's counter was >= F' when our store reached it, and it
+// accepted F only over a smaller counter: F > F'. A node that lost its data
+// breaks this only if it is the whole of S and S' in common, which a
+// minority of failed nodes cannot be, as long as nodes that lost data stay
+// out until the leases they granted have run out (delayed restart); the
+// clock in F covers the rest in practice.
+std::unique_ptr<Backend> create_redlock_backend(const BackendConfig &config);
+
+} // namespace dlock::backend::redis
