@@ -70,6 +70,9 @@ public:
         NodeAnswer answer;
         try {
           answer.replies = connection->round_trip(request, replies_each, deadline);
+          // An error reply (no password, a replica, ...) makes the node unusable.
+          for (Reply &reply : answer.replies)
+            reply = check_reply(std::move(reply), connection->where());
         } catch (const Error &failure) {
           answer.error = failure.what();
           answer.code = failure.code();
@@ -359,18 +362,23 @@ private:
     for (std::size_t i = 0; i < answers.size(); ++i) {
       const NodeAnswer &answer = answers[i];
       if (!answer.error.empty())
-        out.push_back(fmt::format("{} {}", m_nodes->address(i), short_error(answer.error)));
+        out.push_back(fmt::format("{} {}", m_nodes->address(i), short_error(answer.error, m_nodes->address(i))));
       else if (answer.replies.front().is_error())
         out.push_back(fmt::format("{} {}", m_nodes->address(i), answer.replies.front().str));
     }
     return fmt::format("{}", fmt::join(out, ", "));
   }
 
-  // "redis at 1.2.3.4:5: cannot connect ...: Connection refused" -> the part
-  // after the address, as the address is printed already.
-  static std::string short_error(const std::string &error) {
-    auto colon = error.rfind(": ");
-    return colon == std::string::npos ? error : error.substr(colon + 2);
+  // A node's error without "redis at ADDRESS", which is printed already:
+  // "cannot connect to redis at A: Connection refused" -> "cannot connect:
+  // Connection refused", "redis at A: no answer within 100ms" -> "no
+  // answer within 100ms".
+  static std::string short_error(std::string error, const std::string &address) {
+    std::string who = "redis at " + address;
+    if (auto at = error.find(who); at != std::string::npos) error.erase(at, who.size());
+    if (auto at = error.find("to : "); at != std::string::npos) error.replace(at, 5, ": ");
+    auto start = error.find_first_not_of(": ");
+    return start == std::string::npos ? error : error.substr(start);
   }
 
   Attempt attempt_once(const LockRequest &request) {
