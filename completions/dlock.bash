@@ -24,7 +24,7 @@ _dlock_opts_version='-h --help'
 # Options of any command that take a value.
 _dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --max-runtime -E --conflict-exit-code --lost-exit-code"
 
-_dlock_backend_schemes='file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// zk:// postgres:// postgresql:// etcd:// etcds://'
+_dlock_backend_schemes='file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// redlocks:// zk:// postgres:// postgresql:// etcd:// etcds://'
 
 # True if $1 is one of the blank-separated words in $2.
 _dlock_in_list() {

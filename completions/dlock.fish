@@ -93,7 +93,7 @@ function __dlock_backends
         end
         return
     end
-    printf '%s\n' file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// zk:// postgres:// postgresql:// etcd:// etcds://
+    printf '%s\n' file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// redlocks:// zk:// postgres:// postgresql:// etcd:// etcds://
 end
 
 # Durations, loosely: typed digits get each unit appended, else a few

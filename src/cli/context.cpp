@@ -152,9 +152,9 @@ std::string resolve_token(Context &context, const std::optional<std::string> &ar
 
 void setup_global(CLI::App &app, Context &context) {
   GlobalOptions &g = context.global;
-  app.add_option(
-         "-b,--backend", g.backend,
-         "Where locks live: file:, file:///DIR, redis://..., zk://..., etcd://..., postgres://... [env DLOCK_BACKEND]")
+  app.add_option("-b,--backend", g.backend,
+                 "Where locks live: file:, file:///DIR, redis://..., redlock://..., zk://..., etcd://..., "
+                 "postgres://... [env DLOCK_BACKEND]")
       ->type_name("URL");
   app.add_option("--namespace", g.lock_namespace,
                  "Isolates applications sharing one backend [env DLOCK_NAMESPACE, default dlock]")

@@ -43,9 +43,11 @@ public:
       m_connections.push_back(std::make_shared<Connection>(std::move(address), m_options));
   }
 
+  // Threads still waiting for a node that did not answer in time end by
+  // their deadline on their own; the process need not wait for them.
   ~Nodes() {
     for (auto &worker : m_workers)
-      if (worker.joinable()) worker.join();
+      worker.thread.detach();
   }
 
   std::size_t size() const { return m_connections.size(); }
@@ -54,38 +56,43 @@ public:
 
   using Enough = std::function<bool(const std::vector<NodeAnswer> &)>;
 
+  // requests[i] goes to node i (an empty one: node i is not asked). Waits
+  // for every node, or until `enough` says so: a node that has not
+  // answered then may still act on the request later.
   std::vector<NodeAnswer> exchange(const std::vector<std::string> &requests, std::size_t replies_each,
                                    Deadline deadline, const Enough &enough = {}) {
-    struct Shared {
-      std::mutex mutex;
-      std::condition_variable changed;
-      std::vector<NodeAnswer> answers;
-      std::size_t finished = 0;
-    };
+    reap_workers();
     auto shared = std::make_shared<Shared>();
     shared->answers.resize(size());
-    std::vector<std::thread> threads;
+    std::vector<std::thread> threads(size());
     for (std::size_t i = 0; i < size(); ++i) {
-      threads.emplace_back([shared, i, connection = m_connections[i], request = requests[i], replies_each, deadline] {
-        NodeAnswer answer;
-        try {
-          answer.replies = connection->round_trip(request, replies_each, deadline);
-          // An error reply (no password, a replica, ...) makes the node unusable.
-          for (Reply &reply : answer.replies)
-            reply = check_reply(std::move(reply), connection->where());
-        } catch (const Error &failure) {
-          answer.error = failure.what();
-          answer.code = failure.code();
-        } catch (const std::exception &failure) {
-          answer.error = failure.what();
-        }
-        answer.done = true;
-        answer.at = SteadyClock::now();
-        std::lock_guard lock(shared->mutex);
-        shared->answers[i] = std::move(answer);
+      if (requests[i].empty()) { // this node is not asked
+        shared->answers[i].done = true;
+        shared->answers[i].error = "not asked";
         ++shared->finished;
-        shared->changed.notify_all();
-      });
+        continue;
+      }
+      threads[i] =
+          std::thread([shared, i, connection = m_connections[i], request = requests[i], replies_each, deadline] {
+            NodeAnswer answer;
+            try {
+              answer.replies = connection->round_trip(request, replies_each, deadline);
+              // An error reply (no password, a replica, ...) makes the node unusable.
+              for (Reply &reply : answer.replies)
+                reply = check_reply(std::move(reply), connection->where());
+            } catch (const Error &failure) {
+              answer.error = failure.what();
+              answer.code = failure.code();
+            } catch (const std::exception &failure) {
+              answer.error = failure.what();
+            }
+            answer.done = true;
+            answer.at = SteadyClock::now();
+            std::lock_guard lock(shared->mutex);
+            shared->answers[i] = std::move(answer);
+            ++shared->finished;
+            shared->changed.notify_all();
+          });
     }
     std::unique_lock lock(shared->mutex);
     // The threads give up by `deadline` themselves; the margin only covers
@@ -97,10 +104,10 @@ public:
     lock.unlock();
     for (std::size_t i = 0; i < size(); ++i) {
       if (all || answers[i].done) {
-        threads[i].join();
+        if (threads[i].joinable()) threads[i].join();
         continue;
       }
-      m_workers.push_back(std::move(threads[i]));
+      m_workers.push_back({std::move(threads[i]), shared, i});
       m_connections[i] = std::make_shared<Connection>(m_connections[i]->address(), m_options);
       answers[i].error = "no answer in time";
     }
@@ -114,9 +121,42 @@ public:
   }
 
 private:
+  // One exchange's answers, shared with its threads (which may outlive it).
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<NodeAnswer> answers;
+    std::size_t finished = 0;
+  };
+
+  // A thread left finishing a request after its exchange returned.
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<Shared> shared;
+    std::size_t node;
+  };
+
+  // Joins the workers that have finished by now, so that a node that keeps
+  // answering late does not pile up threads.
+  void reap_workers() {
+    for (auto worker = m_workers.begin(); worker != m_workers.end();) {
+      bool done = false;
+      {
+        std::lock_guard lock(worker->shared->mutex);
+        done = worker->shared->answers[worker->node].done;
+      }
+      if (!done) {
+        ++worker;
+        continue;
+      }
+      worker->thread.join();
+      worker = m_workers.erase(worker);
+    }
+  }
+
   ConnectionOptions m_options;
   std::vector<std::shared_ptr<Connection>> m_connections;
-  std::vector<std::thread> m_workers; // still finishing a request they were left with
+  std::vector<Worker> m_workers;
 };
 
 std::string format_command(const std::vector<std::string> &command) {
@@ -209,11 +249,11 @@ public:
     });
     RenewResult result;
     std::size_t confirmed = count(answers, 1), refused = count(answers, 0);
-    Millis validity = validity_after(ttl, started);
-    if (confirmed >= majority && validity > Millis(0)) {
+    if (confirmed >= majority && validity_after(ttl, started) > Millis(0)) {
+      // As for acquire: the validity counted from the send.
       result.outcome = RenewOutcome::renewed;
-      result.sent_at = SteadyClock::now();
-      result.ttl = validity;
+      result.sent_at = started;
+      result.ttl = ttl - drift(ttl);
       return result;
     }
     if (refused > n - majority) {
@@ -230,7 +270,7 @@ public:
 
   ReleaseOutcome release(const Lease &lease) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
-    auto answers = release_everywhere(lease.token, keys, node_timeout(lease.ttl));
+    auto answers = release_on(std::vector<bool>(m_nodes->size(), true), lease.token, keys, node_timeout(lease.ttl));
     return count(answers, 1) > 0 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
 
@@ -251,6 +291,8 @@ public:
     Keys keys = keys_for(m_config.lock_namespace, name);
     std::string request = format_command(script_command(lua::redlock::status, keys, {})) +
                           format_command({"PUBSUB", "NUMSUB", keys.channel});
+    // Every node, for the whole picture (a node that does not answer costs
+    // the connect timeout here).
     auto answers = m_nodes->exchange_all(request, 2, SteadyClock::now() + m_config.connect_timeout);
     return status_from_nodes(name, keys, answers);
   }
@@ -340,13 +382,16 @@ private:
   // Each node's share of the wait for one request: 5% of the lease, so a
   // stalled node cannot eat the validity window, but never less than a
   // plausible round trip nor more than --connect-timeout.
-  Millis node_timeout(Millis ttl) const { return std::clamp(ttl / 20, Millis(50), m_config.connect_timeout); }
+  Millis node_timeout(Millis ttl) const {
+    return std::min(std::max(ttl / 20, Millis(50)), std::max(m_config.connect_timeout, Millis(1)));
+  }
 
   // Redlock's validity: what is left of the lease after the time the
   // request took and an allowance for clock drift between the nodes.
+  static Millis drift(Millis ttl) { return ttl / 100 + Millis(2); }
   static Millis validity_after(Millis ttl, SteadyClock::time_point started) {
     auto elapsed = std::chrono::ceil<Millis>(SteadyClock::now() - started);
-    return ttl - elapsed - (ttl / 100 + Millis(2));
+    return ttl - elapsed - drift(ttl);
   }
 
   // How many nodes answered with integer `value` (first element of an
@@ -376,7 +421,7 @@ private:
   static std::string short_error(std::string error, const std::string &address) {
     std::string who = "redis at " + address;
     if (auto at = error.find(who); at != std::string::npos) error.erase(at, who.size());
-    if (auto at = error.find("to : "); at != std::string::npos) error.replace(at, 5, ": ");
+    if (auto at = error.find(" to : "); at != std::string::npos) error.replace(at, 6, ": ");
     auto start = error.find_first_not_of(": ");
     return start == std::string::npos ? error : error.substr(start);
   }
@@ -390,10 +435,11 @@ private:
                         std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
     std::size_t majority = m_nodes->majority(), n = m_nodes->size();
     auto started = SteadyClock::now();
-    auto answers = m_nodes->exchange_all(command, 1, started + node_timeout(request.ttl),
-                                         [&](const std::vector<NodeAnswer> &so_far) {
-                                           return count(so_far, 1) >= majority || count(so_far, 0) > n - majority;
-                                         });
+    auto answers =
+        m_nodes->exchange_all(command, 1, started + node_timeout(request.ttl),
+                              [&](const std::vector<NodeAnswer> &so_far) { return count(so_far, 1) >= majority; });
+    // (No early end on "busy": a node still answering could grant us its
+    // copy of the lock after we gave up, and nobody would take it back.)
     std::size_t granted = count(answers, 1), busy = count(answers, 0);
     std::size_t failed = n - granted - busy;
     Attempt attempt;
@@ -413,36 +459,38 @@ private:
             format_command(script_command(lua::redlock::store_fence, keys, {std::to_string(fence), token}));
         stored_answers = m_nodes->exchange_all(store, 1, SteadyClock::now() + node_timeout(request.ttl),
                                                [&](const std::vector<NodeAnswer> &so_far) {
-                                                 return count(so_far, 1) >= majority || count(so_far, 0) > 0;
+                                                 return count(so_far, 1) >= majority || count(so_far, 0) > n - majority;
                                                });
         stored = count(stored_answers, 1) >= majority;
+        if (stored) break;
         for (const auto &answer : stored_answers)
           if (integer_at(answer, 0) == 0) fence = std::max(fence, integer_at(answer, 1) + 1);
       }
-      Millis validity = validity_after(request.ttl, started);
-      if (stored && validity > Millis(0)) {
+      if (stored && validity_after(request.ttl, started) > Millis(0)) {
+        // The validity counted from the send: every granting node's copy
+        // lives at least ttl from then, less the drift allowance.
         Lease lease;
         lease.name = request.name;
         lease.token = token;
         lease.fence = static_cast<std::uint64_t>(fence);
-        lease.ttl = validity;
-        lease.confirmed_at = SteadyClock::now();
+        lease.ttl = request.ttl - drift(request.ttl);
+        lease.confirmed_at = started;
         attempt.lease = std::move(lease);
         return attempt;
       }
-      release_everywhere(token, keys, node_timeout(request.ttl));
+      release_on(granting(answers), token, keys, node_timeout(request.ttl), false);
       throw UnavailableError(fmt::format("no quorum: the fence was stored on {} of {} nodes, {} needed ({})",
                                          count(stored_answers, 1), n, majority, failures(stored_answers)));
     }
     // Not ours: undo what the minority granted, at once.
-    if (granted > 0) release_everywhere(token, keys, node_timeout(request.ttl));
+    if (granted > 0) release_on(granting(answers), token, keys, node_timeout(request.ttl), false);
     if (granted >= majority)
       throw UnavailableError(fmt::format("no quorum: {} of {} nodes granted the lock, but only after its validity "
                                          "window had passed",
                                          granted, n));
-    if (granted + failed >= majority) {
-      // Had the nodes that failed answered, the lock could be ours: this
-      // is an outage, not a busy lock.
+    if (granted + busy < majority) {
+      // Too few nodes answered to decide anything: an outage, not a busy
+      // lock (with a majority answering, a lost race or a holder is busy).
       bool auth = std::all_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) {
         return answer.error.empty() || answer.code == ExitCode::auth;
       });
@@ -456,16 +504,27 @@ private:
     return attempt;
   }
 
-  std::vector<NodeAnswer> release_everywhere(const std::string &token, const Keys &keys, Millis timeout) {
-    std::string request = format_command(script_command(lua::release, keys, {token, keys.channel}));
-    std::size_t majority = m_nodes->majority();
-    // Sent to every node; waiting for a majority of answers is enough: a
-    // node that answers late still gets the request, and its copy of the
-    // lock runs out with the lease anyway.
-    return m_nodes->exchange_all(request, 1, SteadyClock::now() + timeout, [&](const std::vector<NodeAnswer> &so_far) {
-      return static_cast<std::size_t>(std::count_if(
-                 so_far.begin(), so_far.end(), [](const NodeAnswer &answer) { return answer.answered(); })) >= majority;
-    });
+  static std::vector<bool> granting(const std::vector<NodeAnswer> &answers) {
+    std::vector<bool> out;
+    for (const auto &answer : answers)
+      out.push_back(integer_at(answer, 0) == 1);
+    return out;
+  }
+
+  // Compare-and-delete on the chosen nodes, waiting for each of them (up to
+  // `timeout`), so that no later request of ours overtakes it. A node that
+  // never answered our acquire is not asked: a release on a new connection
+  // could overtake that acquire anyway; its copy ends with the lease.
+  std::vector<NodeAnswer> release_on(const std::vector<bool> &nodes, const std::string &token, const Keys &keys,
+                                     Millis timeout, bool announce = true) {
+    // A partial grant is taken back quietly: announcing it would wake the
+    // other contenders (and ourselves) without a lock to take.
+    std::string request = format_command(announce ? script_command(lua::release, keys, {token, keys.channel})
+                                                  : script_command(lua::redlock::take_back, keys, {token}));
+    std::vector<std::string> requests;
+    for (bool asked : nodes)
+      requests.push_back(asked ? request : std::string());
+    return m_nodes->exchange(requests, 1, SteadyClock::now() + timeout);
   }
 
   LockStatus status_from_nodes(const std::string &name, const Keys &keys, const std::vector<NodeAnswer> &answers) {
@@ -510,11 +569,14 @@ private:
       // The lock is held until all but a minority of these copies expire.
       std::sort(pttls.begin(), pttls.end(), std::greater<>());
       if (long long left = pttls[m_nodes->majority() - 1]; left >= 0) status.time_left = Millis(left);
-      const Reply &first = answers[nodes.front()].replies.front();
-      if (!first.elements[1].elements.empty()) {
-        status.holder = holder_from(first.elements[1]);
-        if (auto fence = fence_from(first.elements[1])) status.fence = fence;
+      std::optional<std::uint64_t> holder_fence;
+      for (std::size_t i : nodes) {
+        const Reply &fields = answers[i].replies.front().elements[1];
+        if (fields.elements.empty()) continue;
+        if (!status.holder) status.holder = holder_from(fields);
+        if (auto fence = fence_from(fields)) holder_fence = std::max(holder_fence.value_or(0), *fence);
       }
+      if (holder_fence) status.fence = holder_fence;
     }
     status.detail = fmt::format("{} on {} of {} nodes ({}); key {}", status.held ? "held" : "not held by a quorum",
                                 held_on, m_nodes->size(), fmt::join(states, ", "), keys.lock);

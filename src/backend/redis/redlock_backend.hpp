@@ -21,11 +21,14 @@ namespace dlock::backend::redis {
 // (F' is stored within its holder's validity, before its release). Our
 // store round starts after our grants, so after S' stored F'. S and S'
 // share a node x; x's counter was >= F' when our store reached it, and it
-// accepted F only over a smaller counter: F > F'. A node that lost its data
-// breaks this only if it is the whole of S and S' in common, which a
-// minority of failed nodes cannot be, as long as nodes that lost data stay
-// out until the leases they granted have run out (delayed restart); the
-// clock in F covers the rest in practice.
+// accepted F only over a smaller counter: F > F'.
+//
+// Limits. If x lost its data (a restart without persistence) and is the
+// only node S and S' share (with 5 nodes two majorities can share one),
+// the counter argument fails; F is then greater only through its clock
+// part (the server time in µs at our grant, normally later than any
+// earlier fence). Keeping a node that lost data out for longer than the
+// longest ttl (delayed restart) keeps the lock exclusive, not the counter.
 std::unique_ptr<Backend> create_redlock_backend(const BackendConfig &config);
 
 } // namespace dlock::backend::redis

@@ -91,6 +91,14 @@ if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('HSET', KEYS[2], 'fence
 return {1, string.format('%.0f', before)}
 )lua";
 
+// ARGV: token. Takes back a copy of a lock that did not reach a quorum:
+// compare-and-delete without telling waiters, as nothing was released.
+inline constexpr const char *take_back = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+)lua";
+
 // {pttl, holder fields, last fence, SHA-1 of the token or ''}: nodes that
 // hold the same token can be counted without the token leaving the server.
 inline constexpr const char *status = R"lua(
