@@ -2,10 +2,12 @@
 mean against each budget, printed as aligned text or as Markdown."""
 
 import math
+import os
 import platform
 import re
 import statistics
 import subprocess
+import time
 
 BUDGET_RUN_RATIO = 1.30
 BUDGET_HANDOVER_RATIO = 1.20
@@ -14,6 +16,8 @@ BUDGET_REDIS_RUN_VS_FLOCK = 2.0
 BUDGET_REDIS_RUN_VS_ETCDCTL = 0.3
 BUDGET_REDIS_RUN_VS_REDIS_CLI = 0.3
 BUDGET_REDIS_HANDOVER_RATIO = 1.3
+BUDGET_REDLOCK_RUN_VS_REDIS = 1.5
+BUDGET_REDLOCK_HANDOVER_RATIO = 1.5
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
@@ -21,10 +25,39 @@ FLOCK = "flock"
 REDIS = "dlock-redis"
 ETCDCTL = "etcdctl"
 REDIS_CLI = "redis-cli-sh"
+REDLOCK = "dlock-redlock"
 
 
 # Cells that are command lines, set in code in Markdown.
 COMMANDS = {"run x -- true", "flock FILE true", "etcdctl lock x true"}
+
+
+class MachineLoad:
+    """How busy other processes kept the CPUs between construction and
+    others_share(): all CPU time from /proc/stat minus this script's own and
+    its children's (the servers count once reaped), as a share of the CPUs' capacity."""
+
+    def __init__(self):
+        self.busy, self.own, self.wall = self.sample()
+
+    @staticmethod
+    def sample():
+        busy = None
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(v) for v in f.readline().split()[1:]]
+            # user nice system idle iowait irq softirq steal ...
+            busy = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+        t = os.times()
+        return busy, t.user + t.system + t.children_user + t.children_system, time.monotonic()
+
+    def others_share(self):
+        busy, own, wall = self.sample()
+        if busy is None or self.busy is None or wall <= self.wall:
+            return None
+        return max(0.0, (busy - self.busy) - (own - self.own)) / ((wall - self.wall) * (os.cpu_count() or 1))
 
 
 def median(xs):
@@ -130,4 +163,21 @@ def redis_table(m):
         d, o = pick(data[REDIS]), pick(data[who])
         t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (redis) vs {other}", d, o, budget)])
     t.rows.append(["peak RSS", mib(m["rss"][REDIS]), "flock", mib(m["rss"][FLOCK]), "-", "-", "-"])
+    return t
+
+
+def redlock_table(m, nodes):
+    t = Table(("metric", f"dlock (redlock, {nodes} nodes)", "compared with", "other", "ratio", "budget", "ok"),
+              ["---", "---:", "---", "---:", "---:", "---:", ":-:"])
+    single, flock = "dlock (redis, 1 node)", "flock FILE true"
+    for metric, pick, data, other, who, budget in (
+            ("run x -- true", median, m["run"], single, REDIS, BUDGET_REDLOCK_RUN_VS_REDIS),
+            ("run p90", p90, m["run"], single, REDIS, None),
+            ("run CPU (usr+sys)", median, m["run CPU"], single, REDIS, None),
+            ("run x -- true", median, m["run"], flock, FLOCK, None),
+            ("hand-over", median, m["hand-over"], "flock hand-over", FLOCK, BUDGET_REDLOCK_HANDOVER_RATIO),
+            ("hand-over p90", p90, m["hand-over"], "flock hand-over", FLOCK, None)):
+        d, o = pick(data[REDLOCK]), pick(data[who])
+        t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (redlock) vs {other}", d, o, budget)])
+    t.rows.append(["peak RSS", mib(m["rss"][REDLOCK]), single, mib(m["rss"][REDIS]), "-", "-", "-"])
     return t

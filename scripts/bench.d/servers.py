@@ -1,5 +1,6 @@
-"""Private servers for scripts/bench: a redis-server and a single-node etcd on
-free loopback ports, with their data in the bench's temp dir.
+"""Private servers for scripts/bench: a redis-server, the independent
+redis-servers of a Redlock and a single-node etcd on free loopback ports, with
+their data in the bench's temp dir.
 
 The bench starts them through its own spawn(), so they sit in process groups
 that its cleanup stops (SIGTERM, then SIGKILL) at the end, on Ctrl-C and on
@@ -159,6 +160,16 @@ class RedisServer(Server):
     @property
     def url(self):
         return f"redis://127.0.0.1:{self.port}"
+
+
+def start_redis_nodes(count, spawn, reap, binary, tmp, log_fd):
+    """count independent redis-servers (no replication between them): the
+    nodes of a Redlock, each on a port of its own."""
+    return [RedisServer(spawn, reap, binary, tmp, log_fd).start() for _ in range(count)]
+
+
+def redlock_url(nodes):
+    return "redlock://" + ",".join(f"127.0.0.1:{node.port}" for node in nodes)
 
 
 class EtcdServer(Server):

@@ -1,0 +1,39 @@
+"""The programs scripts/bench needs for the sections it is asked to measure."""
+
+import os
+import re
+import shutil
+import subprocess
+
+
+def find_tools(args, sections):
+    """The absolute paths of the programs the chosen sections need, or a message."""
+    tools = {"dlock": args.dlock, "flock": args.flock}
+    needed_for = {}
+    for what, path, users in (("redis-server", args.redis_server, ("redis", "redlock")),
+                              ("etcd", args.etcd, ("redis",)), ("etcdctl", args.etcdctl, ("redis",)),
+                              ("redis-cli", shutil.which("redis-cli"), ("redis",)),
+                              ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",))):
+        needed_for[what] = [section for section in users if section in sections]
+        if needed_for[what]:
+            tools[what] = path or ""
+    tools = {k: os.path.abspath(v) if v else v for k, v in tools.items()}
+    for what, path in tools.items():
+        if not path or not os.access(path, os.X_OK):
+            path = path or f"not on PATH ({os.environ.get('PATH', '')})"
+            hint = "" if what in ("dlock", "flock") else \
+                f" (needed for {', '.join(needed_for[what])}: scripts/install-deps installs it; --only file needs no servers)"
+            return tools, f"{what} not found or not executable: {path}{hint}"
+    for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",))):
+        if any(section in sections for section in users) and not backend_available(tools["dlock"], backend):
+            return tools, f"{tools['dlock']} has no {backend} backend (`dlock version` does not list it as available)"
+    if not os.path.exists("/proc/locks"):
+        return tools, "/proc/locks is needed to see that a waiter is blocked"
+    return tools, None
+
+
+def backend_available(dlock, backend):
+    # `dlock version` lists each backend on an indented line, details below it, more indented.
+    out = subprocess.run([dlock, "version"], capture_output=True, text=True).stdout
+    entry = re.search(rf"^( +){re.escape(backend)}\s.*\n(?:\1 +.*\n?)*", out, re.MULTILINE)
+    return entry is not None and "not available" not in entry.group(0)
