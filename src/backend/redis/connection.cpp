@@ -332,7 +332,8 @@ std::optional<Reply> Connection::read(Deadline deadline, int wake_fd) {
       n = m_tls->read(buffer, sizeof buffer, wants_write);
     } else {
       n = ::recv(m_fd, buffer, sizeof buffer, 0);
-      if (n < 0 && errno == EAGAIN && wake_fd < 0) n = spin_recv(buffer, sizeof buffer);
+      // (Not when only reading what has arrived: a deadline already due.)
+      if (n < 0 && errno == EAGAIN && wake_fd < 0 && deadline > Clock::now()) n = spin_recv(buffer, sizeof buffer);
       if (n < 0 && errno != EAGAIN && errno != EINTR) fail(errno_message("connection lost", errno));
     }
     if (n > 0) {

@@ -71,6 +71,10 @@ public:
   void send(const std::string &commands, Deadline deadline);
   std::optional<Reply> read(Deadline deadline, int wake_fd = -1);
 
+  // Connects now if not connected (TLS handshake included).
+  void ensure_connected(Deadline deadline) {
+    if (m_fd < 0) connect(deadline);
+  }
   void close();
   bool is_open() const { return m_fd >= 0; }
   int fd() const { return m_fd; }

@@ -9,9 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <poll.h>
 #include <random>
 #include <thread>
@@ -31,23 +29,19 @@ struct NodeAnswer {
   bool answered() const { return done && error.empty(); }
 };
 
-// The N nodes. A request goes to every node at once, one thread per node,
-// each bounded by its deadline; the caller waits until it has heard
-// enough (a majority, usually), or everybody, or the deadline. A node still
-// busy then keeps its thread, which owns that connection and ends by the
-// deadline; the node gets a fresh connection for the next request.
+// The N nodes. A request goes to every node at once: written to each
+// socket, then one poll() over all of them collects the replies until the
+// caller has heard enough (a majority, usually), or everybody, or the
+// deadline. Nodes that are not connected yet connect in parallel, one
+// thread each (connecting, unlike a request, can block on one node). A node
+// that has not answered when the caller stops waiting loses its connection
+// (a late reply must not be taken for the next one); it may still act on
+// the request.
 class Nodes {
 public:
-  Nodes(std::vector<Address> addresses, ConnectionOptions options) : m_options(std::move(options)) {
+  Nodes(std::vector<Address> addresses, ConnectionOptions options) {
     for (auto &address : addresses)
-      m_connections.push_back(std::make_shared<Connection>(std::move(address), m_options));
-  }
-
-  // Threads still waiting for a node that did not answer in time end by
-  // their deadline on their own; the process need not wait for them.
-  ~Nodes() {
-    for (auto &worker : m_workers)
-      worker.thread.detach();
+      m_connections.push_back(std::make_unique<Connection>(std::move(address), options));
   }
 
   std::size_t size() const { return m_connections.size(); }
@@ -56,59 +50,77 @@ public:
 
   using Enough = std::function<bool(const std::vector<NodeAnswer> &)>;
 
-  // requests[i] goes to node i (an empty one: node i is not asked). Waits
-  // for every node, or until `enough` says so: a node that has not
-  // answered then may still act on the request later.
+  // requests[i] goes to node i (an empty one: node i is not asked).
   std::vector<NodeAnswer> exchange(const std::vector<std::string> &requests, std::size_t replies_each,
                                    Deadline deadline, const Enough &enough = {}) {
-    reap_workers();
-    auto shared = std::make_shared<Shared>();
-    shared->answers.resize(size());
-    std::vector<std::thread> threads(size());
+    std::vector<NodeAnswer> answers(size());
+    auto fail = [&](std::size_t i, const std::exception &failure) {
+      answers[i].done = true;
+      answers[i].at = SteadyClock::now();
+      answers[i].error = failure.what();
+      if (auto *error = dynamic_cast<const Error *>(&failure)) answers[i].code = error->code();
+      m_connections[i]->close();
+    };
+    connect_all(requests, deadline, answers);
+    std::vector<std::size_t> pending;
+    std::vector<std::vector<Reply>> replies(size());
     for (std::size_t i = 0; i < size(); ++i) {
-      if (requests[i].empty()) { // this node is not asked
-        shared->answers[i].done = true;
-        shared->answers[i].error = "not asked";
-        ++shared->finished;
+      if (requests[i].empty()) {
+        answers[i].done = true;
+        answers[i].error = "not asked";
         continue;
       }
-      threads[i] =
-          std::thread([shared, i, connection = m_connections[i], request = requests[i], replies_each, deadline] {
-            NodeAnswer answer;
-            try {
-              answer.replies = connection->round_trip(request, replies_each, deadline);
-              // An error reply (no password, a replica, ...) makes the node unusable.
-              for (Reply &reply : answer.replies)
-                reply = check_reply(std::move(reply), connection->where());
-            } catch (const Error &failure) {
-              answer.error = failure.what();
-              answer.code = failure.code();
-            } catch (const std::exception &failure) {
-              answer.error = failure.what();
-            }
-            answer.done = true;
-            answer.at = SteadyClock::now();
-            std::lock_guard lock(shared->mutex);
-            shared->answers[i] = std::move(answer);
-            ++shared->finished;
-            shared->changed.notify_all();
-          });
+      if (answers[i].done) continue; // could not connect
+      try {
+        m_connections[i]->send(requests[i], deadline);
+        pending.push_back(i);
+      } catch (const std::exception &failure) {
+        fail(i, failure);
+      }
     }
-    std::unique_lock lock(shared->mutex);
-    // The threads give up by `deadline` themselves; the margin only covers
-    // their last steps.
-    shared->changed.wait_until(lock, deadline + Millis(50),
-                               [&] { return shared->finished == size() || (enough && enough(shared->answers)); });
-    std::vector<NodeAnswer> answers = shared->answers;
-    bool all = shared->finished == size();
-    lock.unlock();
-    for (std::size_t i = 0; i < size(); ++i) {
-      if (all || answers[i].done) {
-        if (threads[i].joinable()) threads[i].join();
-        continue;
+    std::vector<pollfd> fds;
+    while (!pending.empty() && !(enough && enough(answers))) {
+      auto left = std::chrono::ceil<Millis>(deadline - SteadyClock::now()).count();
+      if (left <= 0) break;
+      fds.clear();
+      for (std::size_t i : pending)
+        fds.push_back({m_connections[i]->fd(), POLLIN, 0});
+      int ready = poll(fds.data(), fds.size(), static_cast<int>(left));
+      if (ready < 0 && errno != EINTR) break;
+      std::vector<std::size_t> still;
+      for (std::size_t k = 0; k < pending.size(); ++k) {
+        std::size_t i = pending[k];
+        if (ready <= 0 || !fds[k].revents) {
+          still.push_back(i);
+          continue;
+        }
+        try {
+          // Only what has arrived: the deadline is already due for read().
+          while (replies[i].size() < replies_each)
+            if (std::optional<Reply> reply = m_connections[i]->read(SteadyClock::now()))
+              replies[i].push_back(std::move(*reply));
+            else
+              break;
+          if (replies[i].size() < replies_each) {
+            still.push_back(i);
+            continue;
+          }
+          answers[i].done = true;
+          answers[i].at = SteadyClock::now();
+          // An error reply (no password, a replica, ...) makes the node
+          // unusable for this request.
+          for (Reply &reply : replies[i])
+            reply = check_reply(std::move(reply), m_connections[i]->where());
+          answers[i].replies = std::move(replies[i]);
+        } catch (const std::exception &failure) {
+          fail(i, failure);
+        }
       }
-      m_workers.push_back({std::move(threads[i]), shared, i});
-      m_connections[i] = std::make_shared<Connection>(m_connections[i]->address(), m_options);
+      pending = std::move(still);
+    }
+    for (std::size_t i : pending) {
+      m_connections[i]->close();
+      answers[i].done = false;
       answers[i].error = "no answer in time";
     }
     return answers;
@@ -121,42 +133,34 @@ public:
   }
 
 private:
-  // One exchange's answers, shared with its threads (which may outlive it).
-  struct Shared {
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::vector<NodeAnswer> answers;
-    std::size_t finished = 0;
-  };
-
-  // A thread left finishing a request after its exchange returned.
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<Shared> shared;
-    std::size_t node;
-  };
-
-  // Joins the workers that have finished by now, so that a node that keeps
-  // answering late does not pile up threads.
-  void reap_workers() {
-    for (auto worker = m_workers.begin(); worker != m_workers.end();) {
-      bool done = false;
-      {
-        std::lock_guard lock(worker->shared->mutex);
-        done = worker->shared->answers[worker->node].done;
+  // Connects every asked node that is not connected, in parallel; failures
+  // go into `answers`.
+  void connect_all(const std::vector<std::string> &requests, Deadline deadline, std::vector<NodeAnswer> &answers) {
+    std::vector<std::size_t> needed;
+    for (std::size_t i = 0; i < size(); ++i)
+      if (!requests[i].empty() && !m_connections[i]->is_open()) needed.push_back(i);
+    auto connect_one = [&](std::size_t i) {
+      try {
+        m_connections[i]->ensure_connected(deadline);
+      } catch (const Error &failure) {
+        answers[i].error = failure.what();
+        answers[i].code = failure.code();
+        answers[i].done = true;
+        answers[i].at = SteadyClock::now();
       }
-      if (!done) {
-        ++worker;
-        continue;
-      }
-      worker->thread.join();
-      worker = m_workers.erase(worker);
+    };
+    if (needed.size() == 1) {
+      connect_one(needed.front());
+      return;
     }
+    std::vector<std::thread> threads;
+    for (std::size_t i : needed)
+      threads.emplace_back(connect_one, i); // each touches only its own node and answer
+    for (auto &thread : threads)
+      thread.join();
   }
 
-  ConnectionOptions m_options;
-  std::vector<std::shared_ptr<Connection>> m_connections;
-  std::vector<Worker> m_workers;
+  std::vector<std::unique_ptr<Connection>> m_connections;
 };
 
 std::string format_command(const std::vector<std::string> &command) {
