@@ -171,7 +171,7 @@ public:
       std::vector<std::string> requests;
       for (std::size_t i = 0; i < m_nodes->size(); ++i)
         requests.push_back(active[i] ? format_command({"SCAN", cursors[i], "MATCH", pattern, "COUNT", "1000"})
-                                     : format_command({"PING"}));
+                                     : std::string()); // finished: not asked
       auto answers = m_nodes->exchange(requests, 1, SteadyClock::now() + m_config.connect_timeout);
       for (std::size_t i = 0; i < answers.size(); ++i) {
         if (!active[i]) continue;
