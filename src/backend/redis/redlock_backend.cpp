@@ -131,7 +131,10 @@ public:
 
   ReleaseOutcome release(const Lease &lease) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
-    auto answers = release_on(std::vector<bool>(m_nodes->size(), true), lease.token, keys, node_timeout(lease.ttl));
+    // A lease rebuilt from a token (dlock release NAME TOKEN) has no ttl:
+    // then each node gets the connect timeout.
+    Millis timeout = lease.ttl > Millis(0) ? node_timeout(lease.ttl) : m_config.connect_timeout;
+    auto answers = release_on(std::vector<bool>(m_nodes->size(), true), lease.token, keys, timeout);
     return count(answers, 1) > 0 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
 
