@@ -9,7 +9,7 @@
 namespace dlock::backend::redis {
 
 std::vector<NodeAnswer> Nodes::exchange(const std::vector<std::string> &requests, std::size_t replies_each,
-                                        Deadline deadline, const Enough &enough) {
+                                        Deadline deadline, const Enough &enough, Millis linger) {
   std::vector<NodeAnswer> answers(size());
   auto fail = [&](std::size_t i, const std::exception &failure) {
     answers[i].done = true;
@@ -36,7 +36,17 @@ std::vector<NodeAnswer> Nodes::exchange(const std::vector<std::string> &requests
     }
   }
   std::vector<pollfd> fds;
-  while (!pending.empty() && !(enough && enough(answers))) {
+  auto started = Clock::now();
+  bool lingering = false;
+  while (!pending.empty()) {
+    if (!lingering && enough && enough(answers)) {
+      if (linger.count() <= 0) break;
+      // The rest get a little longer: a node just behind the others is
+      // waited for (its reply keeps our requests in order), a stalled one
+      // costs only this.
+      lingering = true;
+      deadline = std::min(deadline, Clock::now() + std::max<Clock::duration>(linger, 2 * (Clock::now() - started)));
+    }
     auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
     if (left <= 0) break;
     fds.clear();

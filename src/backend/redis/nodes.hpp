@@ -41,14 +41,17 @@ public:
 
   using Enough = std::function<bool(const std::vector<NodeAnswer> &)>;
 
-  // requests[i] goes to node i (an empty one: node i is not asked).
+  // requests[i] goes to node i (an empty one: node i is not asked). Ends
+  // when every asked node answered or failed, at `deadline`, or once
+  // `enough` holds; with `linger`, the others then still get that long (at
+  // least twice what the first answers took) before they are given up.
   std::vector<NodeAnswer> exchange(const std::vector<std::string> &requests, std::size_t replies_each,
-                                   Deadline deadline, const Enough &enough = {});
+                                   Deadline deadline, const Enough &enough = {}, Millis linger = Millis(0));
 
   // The same request to every node.
   std::vector<NodeAnswer> exchange_all(const std::string &request, std::size_t replies_each, Deadline deadline,
-                                       const Enough &enough = {}) {
-    return exchange(std::vector<std::string>(size(), request), replies_each, deadline, enough);
+                                       const Enough &enough = {}, Millis linger = Millis(0)) {
+    return exchange(std::vector<std::string>(size(), request), replies_each, deadline, enough, linger);
   }
 
 private:

@@ -245,9 +245,9 @@ private:
 
   // Each node's share of the wait for one request: 5% of the lease, so a
   // stalled node cannot eat the validity window, but never less than a
-  // plausible round trip nor more than --connect-timeout.
+  // round trip on a busy machine (200ms) nor more than --connect-timeout.
   Millis node_timeout(Millis ttl) const {
-    return std::min(std::max(ttl / 20, Millis(50)), std::max(m_config.connect_timeout, Millis(1)));
+    return std::min(std::max(ttl / 20, Millis(200)), std::max(m_config.connect_timeout, Millis(1)));
   }
 
   // Redlock's validity: what is left of the lease after the time the
@@ -375,10 +375,12 @@ private:
     return out;
   }
 
-  // Compare-and-delete on the chosen nodes, waiting for each of them (up to
-  // `timeout`), so that no later request of ours overtakes it. A node that
-  // never answered our acquire is not asked: a release on a new connection
-  // could overtake that acquire anyway; its copy ends with the lease.
+  // Compare-and-delete on the chosen nodes, waiting (up to `timeout`) for a
+  // majority and then briefly for the rest, so that no later request of
+  // ours overtakes it on a node that is merely slower; a stalled node costs
+  // only that. A node that never answered our acquire is not asked: a
+  // release on a new connection could overtake that acquire anyway; its
+  // copy ends with the lease.
   std::vector<NodeAnswer> release_on(const std::vector<bool> &nodes, const std::string &token, const Keys &keys,
                                      Millis timeout, bool announce = true) {
     // A partial grant is taken back quietly: announcing it would wake the
@@ -388,7 +390,12 @@ private:
     std::vector<std::string> requests;
     for (bool asked : nodes)
       requests.push_back(asked ? request : std::string());
-    return m_nodes->exchange(requests, 1, SteadyClock::now() + timeout);
+    std::size_t wanted = std::min<std::size_t>(m_nodes->majority(), std::count(nodes.begin(), nodes.end(), true));
+    auto majority_answered = [wanted](const std::vector<NodeAnswer> &so_far) {
+      return static_cast<std::size_t>(std::count_if(
+                 so_far.begin(), so_far.end(), [](const NodeAnswer &answer) { return answer.answered(); })) >= wanted;
+    };
+    return m_nodes->exchange(requests, 1, SteadyClock::now() + timeout, majority_answered, Millis(20));
   }
 
   LockStatus status_from_nodes(const std::string &name, const Keys &keys, const std::vector<NodeAnswer> &answers) {
