@@ -34,6 +34,15 @@
 #   release_holder ID                let that child exit 0
 #   is_held NAME / is_free NAME      status exit 0 / 3
 #   has_waiter NAME / has_no_waiter NAME / lock_waiters NAME
+#   check_mutual_exclusion WORKERS ROUNDS NAME [OPTS]
+#                                    contending `dlock run NAME` workers over a
+#                                    counter: no failure, overlap, lost update,
+#                                    stderr; fences strictly increasing
+#   start_job NAME [OPTS]            background `dlock run NAME` over a blocking
+#                                    job; sets JOB_PID, JOB_DLOCK_PID
+#   check_job_stopped SINCE TTL_MS WHAT [THAW...]
+#                                    the servers were taken away at SINCE: the
+#                                    job is gone and dlock exited 76 within TTL_MS
 
 set -u
 
@@ -239,12 +248,142 @@ is_free() {
   [ $? = 3 ]
 }
 
+# check_mutual_exclusion WORKERS ROUNDS NAME [run options...]: WORKERS
+# background workers each run ROUNDS times `dlock run NAME [options] --` a
+# critical section that reads a counter, sleeps 0-5 ms, writes the counter
+# back plus one and records its DLOCK_FENCE. Fails the test if a worker is not
+# done within 45 s, a run exits non-zero, two critical sections overlap, an
+# update is lost, dlock prints on stderr, or the fences are not strictly
+# increasing in lock order. Prints how long all the runs took.
+check_mutual_exclusion() {
+  local workers=$1 rounds=$2 name=$3 w pid started elapsed count pids=()
+  shift 3
+  echo 0 >"$tmpdir/counter"
+  : >"$tmpdir/fences"
+  : >"$tmpdir/overlaps"
+  : >"$tmpdir/failures"
+  # The critical section: $1 = scratch dir, $2 = sleep seconds.
+  cat >"$tmpdir/critical.sh" <<'SCRIPT'
+d=$1
+if ! mkdir "$d/inside" 2>/dev/null; then
+  echo "overlap fence=$DLOCK_FENCE" >>"$d/overlaps"
+fi
+read n <"$d/counter"
+sleep "$2"
+echo $((n + 1)) >"$d/counter"
+echo "$DLOCK_FENCE" >>"$d/fences"
+rmdir "$d/inside" 2>/dev/null
+exit 0
+SCRIPT
+  started=$(now_ms)
+  for ((w = 0; w < workers; w++)); do
+    _contender "$w" "$rounds" "$name" "$@" 2>>"$tmpdir/stderr" &
+    pids+=($!)
+  done
+  track "${pids[@]}"
+  for pid in "${pids[@]}"; do
+    wait_until -t 45 is_gone "$pid" || fail "worker $pid did not finish in time (count so far $(cat "$tmpdir/counter"))"
+    wait "$pid"
+  done
+  elapsed=$(($(now_ms) - started))
+
+  [ ! -s "$tmpdir/failures" ] || fail "some runs failed: $(head -5 "$tmpdir/failures"); stderr: $(head -3 "$tmpdir/stderr")"
+  [ ! -s "$tmpdir/overlaps" ] || fail "$(wc -l <"$tmpdir/overlaps") critical sections overlapped: $(head -3 "$tmpdir/overlaps")"
+  count=$(cat "$tmpdir/counter")
+  [ "$count" = $((workers * rounds)) ] || fail "counter is $count, expected $((workers * rounds)) (lost updates)"
+  [ ! -s "$tmpdir/stderr" ] || fail "dlock printed on stderr: $(head -3 "$tmpdir/stderr")"
+  python3 - "$tmpdir/fences" $((workers * rounds)) <<'PY' || fail "fences are not strictly increasing in lock order"
+import sys
+fences = [int(line) for line in open(sys.argv[1])]
+assert len(fences) == int(sys.argv[2]), len(fences)
+assert all(b > a for a, b in zip(fences, fences[1:]))
+PY
+  echo "$((workers * rounds)) locked increments in ${elapsed} ms"
+}
+
+# _contender ID ROUNDS NAME [run options...]: one worker of
+# check_mutual_exclusion; notes each failed run in $tmpdir/failures.
+_contender() {
+  local id=$1 rounds=$2 name=$3 i rc
+  shift 3
+  for ((i = 0; i < rounds; i++)); do
+    "${DL[@]}" run "$name" "$@" -- sh "$tmpdir/critical.sh" "$tmpdir" "0.00$((RANDOM % 6))" </dev/null
+    rc=$?
+    [ "$rc" = 0 ] || echo "worker $id round $i: dlock exited $rc" >>"$tmpdir/failures"
+  done
+}
+
+# start_job NAME [run options...]: starts `dlock run NAME [options]` over a
+# job that blocks (sleep 1000), below a subshell that records dlock's exit
+# status and the moment it exits (for check_job_stopped). dlock's stderr goes
+# to $tmpdir/job.err. Returns once the job runs `sleep`; sets JOB_PID (the
+# job) and JOB_DLOCK_PID.
+start_job() {
+  local name=$1
+  shift
+  rm -f "$tmpdir/job.pid" "$tmpdir/dlock.pid" "$tmpdir/dlock.rc" "$tmpdir/dlock.exit_ms"
+  (
+    "${DL[@]}" run "$name" "$@" -- sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' sh "$tmpdir/job.pid" \
+      </dev/null >/dev/null 2>"$tmpdir/job.err" &
+    echo $! >"$tmpdir/dlock.pid"
+    wait $!
+    echo $? >"$tmpdir/dlock.rc.tmp"
+    now_ms >"$tmpdir/dlock.exit_ms"
+    mv "$tmpdir/dlock.rc.tmp" "$tmpdir/dlock.rc"
+  ) &
+  track $!
+  wait_until test -s "$tmpdir/dlock.pid" || fail "dlock run $name did not start"
+  JOB_DLOCK_PID=$(cat "$tmpdir/dlock.pid")
+  track "$JOB_DLOCK_PID"
+  wait_until test -s "$tmpdir/job.pid" || fail "the job of $name did not start; stderr: $(cat "$tmpdir/job.err")"
+  JOB_PID=$(cat "$tmpdir/job.pid")
+  track "$JOB_PID"
+  wait_until grep -qx sleep "/proc/$JOB_PID/comm" || fail "the job of $name never became 'sleep'"
+}
+
+# check_job_stopped SINCE TTL_MS WHAT [THAW...]: the servers of start_job's
+# lock were taken away at SINCE (a now_ms reading); WHAT says how, e.g. "the
+# server died". The job must be gone and dlock must have exited 76 with a
+# one-line message, both less than TTL_MS after SINCE, i.e. before the lease
+# it last renewed could have lapsed (it waits at most 5 s and 10 s for them).
+# With THAW the servers are frozen: they stay so until both have ended and
+# TTL_MS + 500 ms have passed since SINCE (the pause itself is under test),
+# then the command THAW... runs (also before the test fails on a deadline).
+check_job_stopped() {
+  local since=$1 ttl_ms=$2 what=$3 job_gone exited rc remaining
+  shift 3
+  wait_until -t 5 is_gone "$JOB_PID" || {
+    (($#)) && "$@"
+    fail "the job was still running 5 s after $what (ttl ${ttl_ms} ms)"
+  }
+  job_gone=$(($(now_ms) - since))
+  wait_until -t 10 test -e "$tmpdir/dlock.rc" || {
+    (($#)) && "$@"
+    fail "dlock had not exited 10 s after $what (ttl ${ttl_ms} ms; job gone after ${job_gone} ms)"
+  }
+  if (($#)); then
+    remaining=$((since + ttl_ms + 500 - $(now_ms)))
+    [ "$remaining" -gt 0 ] && sleep "$((remaining / 1000)).$(printf '%03d' $((remaining % 1000)))"
+    "$@"
+  fi
+  rc=$(cat "$tmpdir/dlock.rc")
+  exited=$(($(cat "$tmpdir/dlock.exit_ms") - since))
+  echo "job gone ${job_gone} ms, dlock exited ${exited} ms after $what (ttl ${ttl_ms} ms)"
+  [ "$rc" = 76 ] || fail "dlock exited $rc after $what, expected 76; stderr: $(cat "$tmpdir/job.err")"
+  [ "$job_gone" -lt "$ttl_ms" ] ||
+    fail "the job was gone only ${job_gone} ms after $what: the ${ttl_ms} ms lease could have lapsed while it ran"
+  [ "$exited" -lt "$ttl_ms" ] ||
+    fail "dlock exited ${exited} ms after $what (job gone after ${job_gone} ms): later than the ${ttl_ms} ms lease"
+  assert_one_line_message "stderr after $what" "$(cat "$tmpdir/job.err")"
+}
+
 # use_redis [URL]: switches the test to the Redis server that
 # scripts/with-redis started for it (DLOCK_TEST_REDIS_*): BACKEND, DL and
 # DLOCK_BACKEND then name URL (default $DLOCK_TEST_REDIS_URL). Fails, never
 # skips, when the test is not run under with-redis or dlock lacks the redis
 # backend. Sets RCLI to the redis-cli wrapper of that server.
 #   redis_key NAME PART [NS]   the server-side key of a lock: {NS:NAME}:PART
+#   wait_renewed KEY           wait (3 s) for a renewal of KEY's lease to land
 use_redis() {
   [ -n "${DLOCK_TEST_REDIS_URL:-}" ] ||
     fail "DLOCK_TEST_REDIS_URL is not set: run this test as scripts/with-redis [options] -- bash $0"
@@ -259,3 +398,18 @@ use_redis() {
 }
 
 redis_key() { printf '{%s:%s}:%s' "${3:-dlock}" "$1" "$2"; }
+
+# wait_renewed KEY: (after use_redis) waits up to 3 s until a renewal of the
+# lease on KEY lands (its PTTL rises between two readings); fails if none does.
+wait_renewed() {
+  _redis_pttl=$("$RCLI" PTTL "$1")
+  wait_until -t 3 _redis_pttl_rose "$1" || fail "the lease was never renewed (PTTL now $_redis_pttl)"
+}
+
+_redis_pttl_rose() {
+  local p
+  p=$("$RCLI" PTTL "$1")
+  [ "$p" -gt "$_redis_pttl" ] 2>/dev/null && return 0
+  _redis_pttl=$p
+  return 1
+}
