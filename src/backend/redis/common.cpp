@@ -1,9 +1,11 @@
 #include "backend/redis/common.hpp"
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace dlock::backend::redis {
@@ -98,19 +100,67 @@ std::string info_field(const std::string &info, std::string_view field) {
   return info.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
+std::optional<std::string> take_option(std::map<std::string, std::string> &query, const std::string &key) {
+  auto found = query.find(key);
+  if (found == query.end()) return std::nullopt;
+  std::string value = found->second;
+  query.erase(found);
+  return value;
+}
+
+ServerInfo server_info(const std::string &info) {
+  ServerInfo server;
+  server.role = info_field(info, "role");
+  if (server.role == "slave") server.role = "replica";
+  server.description = fmt::format("redis {} {}", info_field(info, "redis_version"), server.role);
+  server.eviction_policy = info_field(info, "maxmemory_policy");
+  return server;
+}
+
+void warn_about_eviction(const std::string &address, const std::string &policy) {
+  // Eviction of a held lock's key hands the lock to a second holder (fences
+  // stay safe while the counter, which has no TTL, survives).
+  if (policy.rfind("allkeys-", 0) == 0)
+    say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks and fence counters; "
+        "use noeviction",
+        address, policy);
+  else if (policy.rfind("volatile-", 0) == 0)
+    say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks (fences stay "
+        "increasing); use noeviction",
+        address, policy);
+}
+
+Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis cap, std::minstd_rand &random) {
+  Millis left = std::min(holder_pttl > 0 ? Millis(holder_pttl) : Millis(50), cap);
+  Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
+  return now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(random));
+}
+
+bool subscribe(Connection &subscriber, const std::string &channel, Deadline deadline) {
+  std::string command;
+  append_command(command, {"SUBSCRIBE", channel});
+  subscriber.send(command, deadline);
+  std::optional<Reply> reply = subscriber.read(deadline);
+  if (!reply) {
+    subscriber.close();
+    throw UnavailableError(fmt::format("{}: no answer to SUBSCRIBE in time", subscriber.where()));
+  }
+  if (reply->is_error()) {
+    detail(1, "cannot subscribe to {} at {} ({}): waiting by polling", channel, subscriber.address().display(),
+           reply->str);
+    subscriber.close();
+    return false;
+  }
+  return true;
+}
+
 ConnectionOptions connection_options(const BackendConfig &config, std::map<std::string, std::string> &query, bool tls) {
   ConnectionOptions options;
   options.timeout = config.connect_timeout;
   options.user = config.url.user.value_or("");
   options.password = config.password ? config.password : config.url.password;
   if (!tls) return options;
-  auto take = [&query](const std::string &key) {
-    auto found = query.find(key);
-    if (found == query.end()) return std::string();
-    std::string value = found->second;
-    query.erase(found);
-    return value;
-  };
+  auto take = [&query](const std::string &key) { return take_option(query, key).value_or(""); };
   options.tls.enabled = true;
   options.tls.ca_file = take("cacert");
   options.tls.cert_file = take("cert");

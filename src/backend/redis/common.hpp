@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,29 @@ std::optional<std::uint64_t> fence_from(const Reply &fields);
 LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys);
 // A value of one "field:value" line of INFO.
 std::string info_field(const std::string &info, std::string_view field);
+
+// Removes `key` from `query` and returns its value, if it was there.
+std::optional<std::string> take_option(std::map<std::string, std::string> &query, const std::string &key);
+
+// What INFO says about a server: "redis 7.0.15 master", its role
+// ("master" or "replica") and its maxmemory-policy.
+struct ServerInfo {
+  std::string description, role, eviction_policy;
+};
+ServerInfo server_info(const std::string &info);
+// Warns (stderr) when the eviction policy of the server at `address` can
+// evict held locks: any policy but noeviction.
+void warn_about_eviction(const std::string &address, const std::string &policy);
+
+// When a waiter tries again without a release message: once the holder's
+// lease could have run out (`holder_pttl`, or 50ms when unknown; at most
+// `cap`), plus jitter, so that waiters do not stampede.
+Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis cap, std::minstd_rand &random);
+
+// SUBSCRIBEs `subscriber` to `channel` by `deadline`: true when subscribed,
+// false (connection closed) when the server refuses (an ACL without the
+// channel). Throws dlock::Error when the server cannot be reached in time.
+bool subscribe(Connection &subscriber, const std::string &channel, Deadline deadline);
 
 // Timeout, credentials and (when `tls`) the TLS options, which it takes out
 // of `query`: cacert, cert, key, insecure.

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -40,21 +39,21 @@ struct Resolved {
 // (the common case in configs) skip the resolver entirely.
 std::vector<Resolved> resolve(const Address &address, Deadline deadline, const std::string &where) {
   std::vector<Resolved> out;
-  Resolved numeric;
-  auto *v4 = reinterpret_cast<sockaddr_in *>(&numeric.address);
-  auto *v6 = reinterpret_cast<sockaddr_in6 *>(&numeric.address);
-  if (inet_pton(AF_INET, address.host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<std::uint16_t>(address.port));
-    numeric.length = sizeof(sockaddr_in);
-    out.push_back(numeric);
-    return out;
-  }
-  if (inet_pton(AF_INET6, address.host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<std::uint16_t>(address.port));
-    numeric.length = sizeof(sockaddr_in6);
-    out.push_back(numeric);
+  auto take = [&out](const addrinfo *list) {
+    for (const addrinfo *item = list; item; item = item->ai_next) {
+      Resolved entry;
+      std::memcpy(&entry.address, item->ai_addr, item->ai_addrlen);
+      entry.length = item->ai_addrlen;
+      out.push_back(entry);
+    }
+  };
+  std::string port = std::to_string(address.port);
+  addrinfo numeric_hints{};
+  numeric_hints.ai_socktype = SOCK_STREAM;
+  numeric_hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; // never asks a resolver
+  if (addrinfo *numeric = nullptr; getaddrinfo(address.host.c_str(), port.c_str(), &numeric_hints, &numeric) == 0) {
+    take(numeric);
+    freeaddrinfo(numeric);
     return out;
   }
   // The request outlives this call if the resolver hangs past the deadline
@@ -65,7 +64,7 @@ std::vector<Resolved> resolve(const Address &address, Deadline deadline, const s
     addrinfo hints{};
     gaicb control{};
   };
-  auto *request = new Request{address.host, std::to_string(address.port), {}, {}};
+  auto *request = new Request{address.host, port, {}, {}};
   request->hints.ai_socktype = SOCK_STREAM;
   request->hints.ai_flags = AI_ADDRCONFIG;
   request->control.ar_name = request->host.c_str();
@@ -92,12 +91,7 @@ std::vector<Resolved> resolve(const Address &address, Deadline deadline, const s
     delete request;
     throw UnavailableError(fmt::format("cannot resolve {}: {}", where, gai_strerror(status)));
   }
-  for (addrinfo *item = request->control.ar_result; item; item = item->ai_next) {
-    Resolved entry;
-    std::memcpy(&entry.address, item->ai_addr, item->ai_addrlen);
-    entry.length = item->ai_addrlen;
-    out.push_back(entry);
-  }
+  take(request->control.ar_result);
   freeaddrinfo(request->control.ar_result);
   delete request;
   return out;

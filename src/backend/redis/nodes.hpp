@@ -30,14 +30,18 @@ struct NodeAnswer {
 // the request.
 class Nodes {
 public:
-  Nodes(std::vector<Address> addresses, ConnectionOptions options) {
+  Nodes(std::vector<Address> addresses, ConnectionOptions options) : m_options(std::move(options)) {
     for (auto &address : addresses)
-      m_connections.push_back(std::make_unique<Connection>(std::move(address), options));
+      m_connections.push_back(std::make_unique<Connection>(std::move(address), m_options));
   }
 
   std::size_t size() const { return m_connections.size(); }
   std::size_t majority() const { return size() / 2 + 1; }
   std::string address(std::size_t i) const { return m_connections[i]->address().display(); }
+  // A new connection to node i, for uses of its own (pub/sub).
+  std::unique_ptr<Connection> connect_to(std::size_t i) const {
+    return std::make_unique<Connection>(m_connections[i]->address(), m_options);
+  }
 
   using Enough = std::function<bool(const std::vector<NodeAnswer> &)>;
 
@@ -59,6 +63,7 @@ private:
   // go into `answers`.
   void connect_all(const std::vector<std::string> &requests, Deadline deadline, std::vector<NodeAnswer> &answers);
 
+  ConnectionOptions m_options;
   std::vector<std::unique_ptr<Connection>> m_connections;
 };
 

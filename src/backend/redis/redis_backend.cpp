@@ -28,20 +28,13 @@ public:
     std::string path = url.path;
     std::map<std::string, std::string> query = url.query;
     m_options = connection_options(config, query, url.scheme == "rediss");
-    auto take = [&query](const std::string &key) -> std::optional<std::string> {
-      auto found = query.find(key);
-      if (found == query.end()) return std::nullopt;
-      std::string value = found->second;
-      query.erase(found);
-      return value;
-    };
     if (url.scheme == "redis+unix") {
       if (!url.hosts.empty() && !url.hosts.front().empty())
         throw ConfigError(fmt::format("{}: a unix socket URL has no host: redis+unix:///path/to/redis.sock", m_label));
       if (path.empty() || path == "/")
         throw ConfigError(fmt::format("{}: no socket path: redis+unix:///path/to/redis.sock", m_label));
       m_address.socket_path = path;
-      if (auto db = take("db")) m_options.db = parse_db(*db, m_label);
+      if (auto db = take_option(query, "db")) m_options.db = parse_db(*db, m_label);
     } else if (url.scheme == "redis-sentinel") {
       if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no sentinel address", m_label));
       for (const auto &host : url.hosts)
@@ -89,7 +82,7 @@ public:
       return {AcquireOutcome::acquired, std::move(first.lease), 0};
     if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
     Connection subscriber(master(), m_options);
-    bool subscribed = subscribe(subscriber, keys.channel);
+    bool subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
     for (;;) {
@@ -101,17 +94,14 @@ public:
       // Fallback if the holder dies without publishing: retry when its
       // lease runs out, with jitter so that waiters do not stampede.
       // Without pub/sub (an ACL may forbid it) this is the only wake-up.
-      Millis left = attempt.holder_pttl > 0 ? Millis(attempt.holder_pttl) : Millis(50);
-      if (!subscribed) left = std::min(left, Millis(250));
-      Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
-      auto wake = now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(random));
+      auto wake = retry_at(now, attempt.holder_pttl, subscribed ? Millis::max() : Millis(250), random);
       if (deadline) wake = std::min(wake, *deadline);
       if (subscribed) {
         try {
           subscriber.read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
         } catch (const Error &lost) {
           detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
-          subscribed = subscribe(subscriber, keys.channel);
+          subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
         }
       } else {
         sleep_until(wake, interrupt);
@@ -213,24 +203,13 @@ public:
       node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
       if (pong.is_error()) node.error = pong.str;
       Reply info = checked(connection.call({"INFO"}));
-      std::string version = info_field(info.str, "redis_version");
-      std::string role = info_field(info.str, "role");
-      std::string policy = info_field(info.str, "maxmemory_policy");
+      ServerInfo server = server_info(info.str);
       node.reachable = true;
-      node.version = fmt::format("redis {} {}", version, role == "slave" ? "replica" : role);
-      if (role != "master")
+      node.version = server.description;
+      if (server.role != "master")
         node.error = "read-only replica: locks need the master (point dlock at it, or use redis-sentinel://)";
-      result.detail = fmt::format("role {}; maxmemory-policy {}", role == "slave" ? "replica" : role, policy);
-      // Eviction of a held lock's key hands the lock to a second holder
-      // (fences stay safe while the counter, which has no TTL, survives).
-      if (policy.rfind("allkeys-", 0) == 0)
-        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks and fence "
-            "counters; use noeviction",
-            node.address, policy);
-      else if (policy.rfind("volatile-", 0) == 0)
-        say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks (fences stay "
-            "increasing); use noeviction",
-            node.address, policy);
+      result.detail = fmt::format("role {}; maxmemory-policy {}", server.role, server.eviction_policy);
+      warn_about_eviction(node.address, server.eviction_policy);
       if (!m_master_name.empty()) result.detail += fmt::format("; master '{}' from sentinel", m_master_name);
     } catch (const Error &failure) {
       if (failure.code() != ExitCode::unavailable) throw;
@@ -344,11 +323,9 @@ private:
     if (!m_main) m_main = std::make_unique<Connection>(master(), m_options);
     if (m_check_role) {
       // Sentinel may name a master that has just been demoted: ask it.
-      Reply role = checked(m_main->call({"ROLE"}));
-      if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
-        throw UnavailableError(fmt::format("{}: the sentinels name {} as master '{}', but it is a read-only replica "
-                                           "(failover in progress?)",
-                                           m_label, m_address.display(), m_master_name));
+      require_master(*m_main, fmt::format("{}: the sentinels name {} as master '{}', but it is a read-only replica "
+                                          "(failover in progress?)",
+                                          m_label, m_address.display(), m_master_name));
       m_check_role = false;
     }
     return *m_main;
@@ -358,32 +335,16 @@ private:
   // that may lag behind.
   void check_master() {
     if (!m_sentinels.empty()) return; // main() checks the sentinel's pick
-    Reply role = checked(main().call({"ROLE"}));
-    if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
-      throw UnavailableError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
-                                         "use redis-sentinel://)",
-                                         m_label));
+    require_master(main(), fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or use "
+                                       "redis-sentinel://)",
+                                       m_label));
   }
 
-  // Returns whether the subscription is in place; false if the server
-  // refuses pub/sub (the wait then polls).
-  bool subscribe(Connection &subscriber, const std::string &channel) {
-    auto until = subscriber.round_trip_deadline();
-    std::string command;
-    append_command(command, {"SUBSCRIBE", channel});
-    subscriber.send(command, until);
-    std::optional<Reply> reply = subscriber.read(until);
-    if (!reply) {
-      subscriber.close();
-      throw UnavailableError(
-          fmt::format("{}: no answer to SUBSCRIBE within {}", m_label, format_duration(m_options.timeout)));
-    }
-    if (reply->is_error()) {
-      detail(1, "cannot subscribe to {} ({}): waiting by polling", channel, reply->str);
-      subscriber.close();
-      return false;
-    }
-    return true;
+  // Asks ROLE; throws 69 with `message` unless the server is a master.
+  void require_master(Connection &connection, const std::string &message) {
+    Reply role = checked(connection.call({"ROLE"}));
+    if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
+      throw UnavailableError(message);
   }
 
   static void sleep_until(SteadyClock::time_point wake, const Interrupt &interrupt) {
@@ -403,7 +364,6 @@ private:
   std::string m_master_name;
   bool m_check_role = false;
   std::unique_ptr<Connection> m_main;
-  std::unique_ptr<Connection> m_spent_subscriber;
 };
 
 } // namespace

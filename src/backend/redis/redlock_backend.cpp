@@ -90,9 +90,7 @@ public:
       // A random delay (Redlock's advice, so that contenders that split
       // the nodes between them do not collide again), no later than when
       // the holder's lease would run out.
-      Millis left = attempt.holder_pttl > 0 ? Millis(attempt.holder_pttl) : Millis(50);
-      Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
-      auto wake = now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(m_random));
+      auto wake = retry_at(now, attempt.holder_pttl, Millis::max(), m_random);
       if (deadline) wake = std::min(wake, *deadline);
       wait_for_release(subscribers, wake, interrupt);
     }
@@ -209,7 +207,6 @@ public:
     auto answers = m_nodes->exchange_all(request, 2, started + m_config.connect_timeout);
     PingResult result;
     std::size_t healthy = 0;
-    std::vector<std::string> policies;
     for (std::size_t i = 0; i < answers.size(); ++i) {
       NodeHealth node;
       node.address = m_nodes->address(i);
@@ -219,21 +216,16 @@ public:
       } else {
         node.reachable = true;
         node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(answer.at - started);
-        const std::string &info = answer.replies[1].str;
-        std::string role = info_field(info, "role");
-        node.version =
-            fmt::format("redis {} {}", info_field(info, "redis_version"), role == "slave" ? "replica" : role);
-        if (role != "master") node.error = "read-only replica: each Redlock node must be an independent master";
-        std::string policy = info_field(info, "maxmemory_policy");
-        if (policy != "noeviction" && !policy.empty()) policies.push_back(fmt::format("{} {}", node.address, policy));
+        ServerInfo server = server_info(answer.replies[1].str);
+        node.version = server.description;
+        if (server.role != "master") node.error = "read-only replica: each Redlock node must be an independent master";
+        warn_about_eviction(node.address, server.eviction_policy);
         if (node.error.empty()) ++healthy;
       }
       result.nodes.push_back(node);
     }
     result.quorum = healthy >= m_nodes->majority();
     result.detail = fmt::format("{} of {} nodes usable, {} needed", healthy, m_nodes->size(), m_nodes->majority());
-    if (!policies.empty())
-      say("warning: maxmemory-policy other than noeviction can evict held locks: {}", fmt::join(policies, ", "));
     return result;
   }
 
@@ -458,28 +450,16 @@ private:
   // left out (the fallback delay still wakes the waiter).
   std::vector<std::unique_ptr<Connection>> subscribe_all(const std::string &channel, Millis ttl) {
     std::vector<std::unique_ptr<Connection>> subscribers;
-    std::string command;
-    append_command(command, {"SUBSCRIBE", channel});
     for (std::size_t i = 0; i < m_nodes->size(); ++i) {
-      auto deadline = SteadyClock::now() + node_timeout(ttl);
-      auto connection =
-          std::make_unique<Connection>(parse_address(m_nodes->address(i), k_default_port), options_for_subscribers());
+      auto connection = m_nodes->connect_to(i);
       try {
-        connection->send(command, deadline);
-        std::optional<Reply> reply = connection->read(deadline);
-        if (reply && !reply->is_error()) subscribers.push_back(std::move(connection));
+        if (subscribe(*connection, channel, SteadyClock::now() + node_timeout(ttl)))
+          subscribers.push_back(std::move(connection));
       } catch (const Error &failure) {
         detail(1, "cannot subscribe at {}: {}", m_nodes->address(i), failure.what());
       }
     }
     return subscribers;
-  }
-
-  ConnectionOptions options_for_subscribers() const {
-    std::map<std::string, std::string> query = m_config.url.query;
-    ConnectionOptions options = connection_options(m_config, query, m_config.url.scheme == "redlocks");
-    if (m_config.url.path.size() > 1) options.db = parse_db(m_config.url.path.substr(1), m_label);
-    return options;
   }
 
   // Until a release message arrives on any node, `wake`, or a signal.
