@@ -83,7 +83,7 @@ struct NodeHealth {
   bool reachable = false;
   std::string version;
   std::chrono::microseconds round_trip{}; // a LAN round trip is well under a millisecond
-  std::string error; // non-empty: the node cannot serve locks (unreachable, replica, ...)
+  std::string error;                      // non-empty: the node cannot serve locks (unreachable, replica, ...)
 };
 
 struct PingResult {
@@ -139,6 +139,13 @@ public:
 
   // Reachability, server version and round-trip time of each node.
   virtual PingResult ping() = 0;
+
+  // A descriptor that becomes readable when the backend learns something
+  // about the leases it holds between renewals (ZooKeeper: the session
+  // expired or the lock node was deleted), or -1 if it learns nothing on
+  // its own. The heartbeat then renews at once instead of at the next T/3,
+  // so a loss stops the child without delay. renew() consumes the event.
+  virtual int event_fd() const { return -1; }
 };
 
 } // namespace dlock::backend

@@ -3,6 +3,7 @@
 #include "backend/file/file_backend.hpp"
 #include "backend/redis/redis_backend.hpp"
 #include "backend/redis/redlock_backend.hpp"
+#include "backend/zookeeper/zk_backend.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -59,7 +60,11 @@ const std::vector<BackendInfo> &known_backends() {
        false,
        "majority quorum over N independent Redis nodes, quorum fences",
        &redis::create_redlock_backend},
-      {{"zk"}, "zookeeper", true, "ZooKeeper ephemeral sequential nodes", nullptr},
+      {{"zk"},
+       "",
+       true,
+       "ZooKeeper: ephemeral sequential nodes, watch the predecessor, zxid fences (Curator-compatible)",
+       &zookeeper::create_zookeeper_backend},
       {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
       {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},
       {{"test-memory"}, "testmemory", false, "in-process locks; exists to test the module loader", nullptr, true},

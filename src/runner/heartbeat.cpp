@@ -4,7 +4,9 @@
 #include "core/log.hpp"
 
 #include <cerrno>
+#include <poll.h>
 #include <random>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 namespace dlock::runner {
@@ -22,7 +24,8 @@ backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::
 }
 
 Heartbeat::Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
-    : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd) {
+    : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd),
+      m_stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   m_state.confirmed_at = m_lease.confirmed_at;
   m_state.ttl = m_lease.ttl;
 }
@@ -37,6 +40,10 @@ void Heartbeat::quiesce() {
   std::unique_lock lock(m_mutex);
   m_stopping = true;
   m_wake.notify_all();
+  if (m_stop_fd) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto ignored = ::write(m_stop_fd.get(), &one, sizeof one);
+  }
   m_idle.wait(lock, [this] { return !m_renewing; });
 }
 
@@ -57,6 +64,31 @@ void Heartbeat::notify_owner() {
   }
 }
 
+bool Heartbeat::sleep_until(std::unique_lock<std::mutex> &lock, SteadyClock::time_point next) {
+  int news = m_backend.event_fd();
+  if (news < 0 || !m_stop_fd) return m_wake.wait_until(lock, next, [this] { return m_stopping; });
+  for (;;) {
+    if (m_stopping) return true;
+    auto now = SteadyClock::now();
+    if (now >= next) return false;
+    // News is acted on at once, but at most every 20ms: renew() consumes
+    // it, and a backend that keeps signalling must not make us spin.
+    bool heed = now - m_last_news >= Millis(20);
+    auto until = heed ? next : std::min(next, m_last_news + Millis(20));
+    pollfd items[2] = {{m_stop_fd.get(), POLLIN, 0}, {news, POLLIN, 0}};
+    lock.unlock();
+    auto left = std::chrono::ceil<Millis>(until - now).count();
+    int ready = ::poll(items, heed ? 2 : 1, static_cast<int>(std::min<Millis::rep>(left, 600'000)));
+    lock.lock();
+    if (m_stopping) return true;
+    if (ready > 0 && heed && (items[1].revents & POLLIN)) {
+      m_last_news = SteadyClock::now();
+      detail(2, "news about '{}' from the backend: checking the lease now", m_lease.name);
+      return false;
+    }
+  }
+}
+
 void Heartbeat::loop() {
   std::minstd_rand jitter(static_cast<unsigned>(getpid()) ^
                           static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
@@ -64,7 +96,7 @@ void Heartbeat::loop() {
   std::unique_lock lock(m_mutex);
   auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
   for (;;) {
-    if (m_wake.wait_until(lock, next, [this] { return m_stopping; })) return;
+    if (sleep_until(lock, next)) return;
     // Past the kill deadline the lease may already be someone else's (we
     // were paused or starved): a renewal now must not revive it, or a job
     // that was frozen past its lease would carry on as if nothing happened.

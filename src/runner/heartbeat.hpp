@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backend/backend.hpp"
+#include "core/unique_fd.hpp"
 #include "runner/timeline.hpp"
 
 #include <condition_variable>
@@ -51,6 +52,9 @@ public:
 private:
   void loop();
   void notify_owner();
+  // Sleeps until `next`, a stop, or news from the backend (event_fd());
+  // true when stopping.
+  bool sleep_until(std::unique_lock<std::mutex> &lock, SteadyClock::time_point next);
 
   backend::Backend &m_backend;
   backend::Lease m_lease;
@@ -61,6 +65,8 @@ private:
   bool m_stopping = false;
   bool m_renewing = false;
   std::condition_variable m_idle;
+  UniqueFd m_stop_fd; // readable once stopping, for a poll() on the backend's event_fd()
+  SteadyClock::time_point m_last_news{};
   State m_state;
   std::thread m_thread;
 };

@@ -101,6 +101,9 @@ private:
     // The heartbeat thread starts when the first renewal falls due: a short
     // job never pays for a thread.
     auto first_renewal = m_lease.confirmed_at + renew_interval(m_lease.ttl);
+    // News from the backend (its session expired, its node was deleted)
+    // starts it early: the heartbeat renews at once and sees the loss.
+    const int news_fd = m_backend.event_fd();
     while (!reap()) {
       auto now = SteadyClock::now();
       if (!heartbeat.started() && now >= first_renewal) heartbeat.start();
@@ -129,9 +132,11 @@ private:
       auto next_wake = kill_at <= now ? last_kill + Millis(20) : kill_at;
       if (m_stop == StopReason::none) next_wake = std::min({next_wake, deadlines.term_at, max_at});
       if (!heartbeat.started()) next_wake = std::min(next_wake, first_renewal);
-      pollfd fds[2] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}};
-      int ready = poll(fds, 2, poll_timeout(now, next_wake));
+      pollfd fds[3] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}, {news_fd, POLLIN, 0}};
+      bool watch_news = news_fd >= 0 && !heartbeat.started();
+      int ready = poll(fds, watch_news ? 3 : 2, poll_timeout(now, next_wake));
       if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("poll failed", errno));
+      if (watch_news && ready > 0 && (fds[2].revents & POLLIN)) heartbeat.start();
       drain(wake_fd);
       for (int signo : Signals::drain()) {
         if (signo == SIGCHLD) continue;

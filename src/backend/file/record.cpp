@@ -1,5 +1,7 @@
 #include "backend/file/record.hpp"
 
+#include "core/holder_json.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -11,12 +13,7 @@ std::string encode_record(const LockRecord &record) {
   nlohmann::json doc;
   doc["fence"] = record.fence;
   if (record.holder) {
-    const HolderInfo &h = *record.holder;
-    doc["host"] = h.host;
-    doc["pid"] = h.pid;
-    doc["user"] = h.user;
-    doc["command"] = h.command;
-    doc["since_ms"] = to_unix_ms(h.since);
+    add_holder(doc, *record.holder);
     doc["ttl_ms"] = record.ttl_ms;
     doc["renewed_ms"] = record.renewed_ms;
   }
@@ -29,14 +26,8 @@ LockRecord decode_record(const std::string &text) {
   if (doc.is_discarded() || !doc.is_object()) return record;
   try {
     record.fence = doc.value("fence", std::uint64_t{0});
-    if (doc.contains("pid")) {
-      HolderInfo h;
-      h.host = doc.value("host", "");
-      h.pid = doc.value("pid", std::int64_t{0});
-      h.user = doc.value("user", "");
-      h.command = doc.value("command", "");
-      h.since = from_unix_ms(doc.value("since_ms", std::int64_t{0}));
-      record.holder = h;
+    if (auto holder = holder_in(doc)) {
+      record.holder = holder;
       record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
       record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
     }

@@ -3,6 +3,7 @@
 #include "backend/redis/resp.hpp"
 #include "backend/redis/tls.hpp"
 #include "core/duration.hpp"
+#include "core/net.hpp"
 
 #include <chrono>
 #include <memory>
@@ -15,18 +16,8 @@ namespace dlock::backend::redis {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
-// Where a server listens.
-struct Address {
-  std::string host; // empty for a unix socket
-  int port = 6379;
-  std::string socket_path;
-
-  // "host:port" (IPv6 in brackets) or the socket path, for messages.
-  std::string display() const;
-};
-
-// "host", "host:port", "[v6]", "[v6]:port" as written in a URL.
-Address parse_address(const std::string &text, int default_port);
+using net::Address;
+using net::parse_address;
 
 struct ConnectionOptions {
   Millis timeout{2000}; // bounds connecting, and every round trip

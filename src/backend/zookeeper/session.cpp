@@ -1,0 +1,381 @@
+#include "backend/zookeeper/session.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+#include <zookeeper/zookeeper.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+
+namespace dlock::backend::zookeeper {
+
+namespace {
+
+// What the client library logged last at error level: the reason a
+// connection attempt failed, for the message when none succeeds.
+std::mutex g_log_mutex;
+std::string g_last_error;
+int g_refused = 0;
+
+void on_log(const char *message) {
+  std::string_view text(message);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.remove_suffix(1);
+  {
+    std::lock_guard lock(g_log_mutex);
+    if (text.find("ZOO_ERROR") != std::string_view::npos) {
+      // "...: Socket [127.0.0.1:1] zk retcode=-4, errno=111(Connection refused): ..."
+      auto cause = text.find("errno=");
+      auto end = cause == std::string_view::npos ? cause : text.find(')', cause);
+      if (cause != std::string_view::npos && end != std::string_view::npos) {
+        auto open = text.find('(', cause);
+        if (open != std::string_view::npos && open < end)
+          g_last_error = std::string(text.substr(open + 1, end - open - 1));
+        if (text.substr(cause, 10) == "errno=111(") ++g_refused;
+      }
+    }
+  }
+  detail(2, "zookeeper client: {}", text);
+}
+
+NodeStat convert(const Stat *stat) {
+  NodeStat out;
+  if (!stat) return out;
+  out.czxid = stat->czxid;
+  out.ctime_ms = stat->ctime;
+  out.ephemeral_owner = stat->ephemeralOwner;
+  out.version = stat->version;
+  return out;
+}
+
+// The completion's `data` is a heap copy of the shared pointer: the call
+// may be abandoned by its waiter (deadline) and still be completed later.
+Call &finish_begin(const void *data) { return **static_cast<const CallPtr *>(data); }
+
+void finish_end(const void *data) {
+  auto *holder = static_cast<const CallPtr *>(data);
+  Call &call = **holder;
+  call.finished.store(true, std::memory_order_release);
+  if (call.notify_fd >= 0) {
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto ignored = ::write(call.notify_fd, &one, sizeof one);
+  }
+  delete holder; // may free the call: its waiter gave up
+}
+
+void on_stat(int rc, const Stat *stat, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  call.stat = convert(stat);
+  finish_end(data);
+}
+
+void on_data(int rc, const char *value, int length, const Stat *stat, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  if (value && length > 0) call.value.assign(value, static_cast<std::size_t>(length));
+  call.stat = convert(stat);
+  finish_end(data);
+}
+
+void on_created(int rc, const char *path, const Stat *stat, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  if (path) call.value = path;
+  call.stat = convert(stat);
+  finish_end(data);
+}
+
+void on_children(int rc, const String_vector *strings, const Stat *, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  if (strings)
+    for (int i = 0; i < strings->count; ++i)
+      call.children.emplace_back(strings->data[i]);
+  finish_end(data);
+}
+
+void on_void(int rc, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  finish_end(data);
+}
+
+// Blocks every signal in the calling thread while alive, so that threads
+// it starts (the client's I/O and completion threads) never take one.
+class SignalsBlocked {
+public:
+  SignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &m_saved);
+  }
+  ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &m_saved, nullptr); }
+  SignalsBlocked(const SignalsBlocked &) = delete;
+  SignalsBlocked &operator=(const SignalsBlocked &) = delete;
+
+private:
+  sigset_t m_saved;
+};
+
+std::size_t count_hosts(const std::string &hosts) {
+  std::size_t n = 1;
+  for (char c : hosts)
+    if (c == ',') ++n;
+  return n;
+}
+
+} // namespace
+
+std::string describe(int rc) {
+  switch (rc) {
+  case ZCONNECTIONLOSS:
+    return "connection lost";
+  case ZOPERATIONTIMEOUT:
+    return "operation timed out";
+  case ZNONODE:
+    return "no such node";
+  case ZNOAUTH:
+    return "not authorised (the node's ACL does not allow it)";
+  case ZNODEEXISTS:
+    return "node exists";
+  case ZSESSIONEXPIRED:
+    return "session expired";
+  case ZAUTHFAILED:
+    return "authentication failed";
+  case ZCLOSING:
+    return "client closing";
+  case ZINVALIDSTATE:
+    return "session expired or closed";
+  default:
+    return zerror(rc);
+  }
+}
+
+Session::Session(const SessionOptions &options) : m_options(options) {
+  m_event.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  m_news.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!m_event || !m_news) throw Error(ExitCode::internal, errno_message("cannot create an eventfd", errno));
+  zoo_set_debug_level(verbosity() >= 2 ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_ERROR);
+  {
+    std::lock_guard lock(g_log_mutex);
+    g_last_error.clear();
+    g_refused = 0;
+  }
+  auto timeout_ms = static_cast<int>(std::clamp<Millis::rep>(options.session_timeout.count(), 1, 1 << 30));
+  {
+    SignalsBlocked quiet;
+    m_handle = zookeeper_init2(options.hosts.c_str(), &Session::on_watch, timeout_ms, nullptr, this, 0, &on_log);
+  }
+  if (!m_handle)
+    throw ConfigError(
+        fmt::format("{}: the ZooKeeper client refused the address list: {}", options.label, std::strerror(errno)));
+  if (options.digest) {
+    // Queued before any request of ours: the server applies it first.
+    zoo_add_auth(m_handle, "digest", options.digest->data(), static_cast<int>(options.digest->size()), nullptr,
+                 nullptr);
+  }
+  auto deadline = SteadyClock::now() + options.connect_timeout;
+  std::size_t hosts = count_hosts(options.hosts);
+  for (;;) {
+    int state = m_state.load();
+    if (state == ZOO_CONNECTED_STATE) break;
+    if (state == ZOO_AUTH_FAILED_STATE)
+      throw Error(ExitCode::auth, fmt::format("{}: ZooKeeper refused the credentials", options.label));
+    std::string cause;
+    {
+      std::lock_guard lock(g_log_mutex);
+      // Every address refused: nothing listens there, no point waiting.
+      if (static_cast<std::size_t>(g_refused) >= hosts)
+        cause = "connection refused";
+      else if (SteadyClock::now() >= deadline)
+        cause = g_last_error.empty() ? fmt::format("no session within {}", format_duration(options.connect_timeout))
+                                     : g_last_error;
+    }
+    if (!cause.empty()) {
+      zookeeper_close(m_handle);
+      m_handle = nullptr;
+      throw UnavailableError(
+          fmt::format("cannot reach ZooKeeper at {}: {} (is the server running? --connect-timeout {})", options.label,
+                      cause, format_duration(options.connect_timeout)));
+    }
+    // Connection attempts are logged, not signalled: look again every 10ms.
+    wait_event(std::min(deadline, SteadyClock::now() + Millis(10)), -1);
+  }
+  detail(1, "zookeeper: session 0x{:x} on {}, timeout {} (asked {})", id(), zoo_get_current_server(m_handle),
+         format_duration(negotiated_timeout()), format_duration(options.session_timeout));
+}
+
+Session::~Session() {
+  if (m_handle) {
+    SignalsBlocked quiet;
+    zookeeper_close(m_handle);
+  }
+}
+
+Millis Session::negotiated_timeout() const { return Millis(zoo_recv_timeout(m_handle)); }
+
+std::int64_t Session::id() const { return zoo_client_id(m_handle)->client_id; }
+
+bool Session::connected() const { return m_state.load() == ZOO_CONNECTED_STATE; }
+
+namespace {
+
+void drain_fd(int fd) {
+  std::uint64_t count;
+  while (::read(fd, &count, sizeof count) > 0) {
+  }
+}
+
+void signal_fd(int fd) {
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto ignored = ::write(fd, &one, sizeof one);
+}
+
+} // namespace
+
+void Session::drain_news() const { drain_fd(m_news.get()); }
+
+void Session::on_watch(_zhandle *, int type, int state, const char *path, void *context) {
+  auto *self = static_cast<Session *>(context);
+  if (type == ZOO_SESSION_EVENT) {
+    self->m_state.store(state);
+    if (state == ZOO_EXPIRED_SESSION_STATE) self->m_expired.store(true);
+  } else if (path) {
+    std::lock_guard lock(self->m_mutex);
+    self->m_node_events.emplace_back(path);
+  }
+  signal_fd(self->m_news.get());
+}
+
+std::vector<std::string> Session::take_node_events() {
+  std::lock_guard lock(m_mutex);
+  return std::exchange(m_node_events, {});
+}
+
+CallPtr Session::start() {
+  auto call = std::make_shared<Call>();
+  call->notify_fd = m_event.get();
+  call->sent_at = SteadyClock::now();
+  return call;
+}
+
+namespace {
+
+// Hands the request to the client, or completes the call at once with the
+// client's refusal (session expired, closing).
+template <typename Send> CallPtr submit(CallPtr call, Send send) {
+  auto *holder = new CallPtr(call);
+  int rc = send(static_cast<const void *>(holder));
+  if (rc != ZOK) {
+    call->rc = rc;
+    call->finished.store(true, std::memory_order_release);
+    delete holder;
+  }
+  return call;
+}
+
+// With credentials: the creator (every identity of the session) may do
+// anything with the node, everybody may read it, so that status works for all.
+ACL g_restricted_entries[] = {{ZOO_PERM_ALL, {const_cast<char *>("auth"), const_cast<char *>("")}},
+                              {ZOO_PERM_READ, {const_cast<char *>("world"), const_cast<char *>("anyone")}}};
+ACL_vector g_restricted_acl = {2, g_restricted_entries};
+
+} // namespace
+
+CallPtr Session::create(const std::string &path, const std::string &data, int flags, bool restricted) {
+  const ACL_vector *acl = restricted ? &g_restricted_acl : &ZOO_OPEN_ACL_UNSAFE;
+  return submit(start(), [&](const void *holder) {
+    return zoo_acreate2(m_handle, path.c_str(), data.data(), static_cast<int>(data.size()), acl, flags, &on_created,
+                        holder);
+  });
+}
+
+CallPtr Session::remove(const std::string &path, int version) {
+  return submit(start(),
+                [&](const void *holder) { return zoo_adelete(m_handle, path.c_str(), version, &on_void, holder); });
+}
+
+CallPtr Session::exists(const std::string &path, bool watch) {
+  return submit(start(), [&](const void *holder) {
+    return zoo_aexists(m_handle, path.c_str(), watch ? 1 : 0, &on_stat, holder);
+  });
+}
+
+CallPtr Session::get(const std::string &path, bool watch) {
+  return submit(start(),
+                [&](const void *holder) { return zoo_aget(m_handle, path.c_str(), watch ? 1 : 0, &on_data, holder); });
+}
+
+CallPtr Session::children(const std::string &path) {
+  return submit(
+      start(), [&](const void *holder) { return zoo_aget_children2(m_handle, path.c_str(), 0, &on_children, holder); });
+}
+
+namespace {
+
+// Polls the event descriptor and the interrupt until `deadline`.
+void poll_until(int event_fd, std::optional<SteadyClock::time_point> deadline, int interrupt_fd) {
+  pollfd items[2] = {{event_fd, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
+  int timeout = -1;
+  if (deadline) {
+    auto left = std::chrono::ceil<Millis>(*deadline - SteadyClock::now()).count();
+    if (left <= 0) return;
+    timeout = static_cast<int>(std::min<Millis::rep>(left, 1 << 30));
+  }
+  ::poll(items, interrupt_fd >= 0 ? 2 : 1, timeout);
+}
+
+} // namespace
+
+bool Session::wait(const Call &call, SteadyClock::time_point deadline, int interrupt_fd) const {
+  for (;;) {
+    if (call.done()) return true;
+    if (SteadyClock::now() >= deadline) return false;
+    if (interrupt_fd >= 0) {
+      pollfd item{interrupt_fd, POLLIN, 0};
+      if (::poll(&item, 1, 0) > 0) return false;
+    }
+    drain_fd(m_event.get());
+    if (call.done()) return true;
+    poll_until(m_event.get(), deadline, interrupt_fd);
+  }
+}
+
+void Session::wait_event(std::optional<SteadyClock::time_point> deadline, int interrupt_fd) const {
+  poll_until(m_news.get(), deadline, interrupt_fd);
+  drain_fd(m_news.get());
+}
+
+bool Session::wait_connected(SteadyClock::time_point deadline, int interrupt_fd) const {
+  for (;;) {
+    if (m_expired.load()) return false;
+    if (connected()) return true;
+    if (SteadyClock::now() >= deadline) return false;
+    if (interrupt_fd >= 0) {
+      pollfd item{interrupt_fd, POLLIN, 0};
+      if (::poll(&item, 1, 0) > 0) return false;
+    }
+    drain_fd(m_news.get());
+    if (connected()) return true;
+    poll_until(m_news.get(), deadline, interrupt_fd);
+  }
+}
+
+void Session::fail(int rc, const std::string &what) const {
+  if (rc == ZNOAUTH)
+    throw Error(ExitCode::auth, fmt::format("{}: {}: permission denied by the node's ACL (check the credentials "
+                                            "in the URL, DLOCK_PASSWORD or --password-file)",
+                                            m_options.label, what));
+  if (rc == ZAUTHFAILED)
+    throw Error(ExitCode::auth, fmt::format("{}: ZooKeeper refused the credentials", m_options.label));
+  throw UnavailableError(fmt::format("{}: {}: {}", m_options.label, what, describe(rc)));
+}
+
+} // namespace dlock::backend::zookeeper

@@ -1,0 +1,520 @@
+#include "backend/zookeeper/zk_backend.hpp"
+
+#include "backend/zookeeper/paths.hpp"
+#include "backend/zookeeper/session.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/net.hpp"
+
+#include <fmt/format.h>
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <poll.h>
+#include <thread>
+#include <unistd.h>
+
+namespace dlock::backend::zookeeper {
+
+namespace {
+
+constexpr int k_default_port = 2181;
+// Session timeout of a session opened only to look (status, list, force).
+constexpr Millis k_inspection_session{10'000};
+
+std::string basename_of(const std::string &path) { return path.substr(path.rfind('/') + 1); }
+
+// What the node data of another client says, for `status`: printable and short.
+std::string printable(const std::string &data) {
+  std::string out;
+  for (char c : data.substr(0, 64))
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
+// The answer to a four-letter word ("srvr"), read until the server closes.
+std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
+                             const std::string &where, Millis timeout) {
+  UniqueFd fd = net::connect_tcp(address, deadline, where, timeout);
+  std::string request = word;
+  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+    throw UnavailableError(errno_message(fmt::format("cannot send to {}", where), errno));
+  std::string answer;
+  char buffer[4096];
+  for (;;) {
+    pollfd item{fd.get(), POLLIN, 0};
+    int ready = ::poll(&item, 1, net::millis_until(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) throw UnavailableError(fmt::format("{}: no answer within {}", where, format_duration(timeout)));
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+    if (answer.size() > 65536) break;
+  }
+  return answer;
+}
+
+std::string line_value(const std::string &text, std::string_view key) {
+  auto at = text.find(key);
+  if (at == std::string::npos) return {};
+  auto start = at + key.size();
+  auto end = text.find('\n', start);
+  std::string value = text.substr(start, end == std::string::npos ? end : end - start);
+  while (!value.empty() && (value.front() == ' '))
+    value.erase(0, 1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == ' '))
+    value.pop_back();
+  return value;
+}
+
+class ZooKeeperBackend : public Backend {
+public:
+  explicit ZooKeeperBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
+    const Url &url = config.url;
+    if (!url.has_authority || url.hosts.empty() || url.hosts.front().empty())
+      throw ConfigError(fmt::format("{}: no server: zk://HOST[:PORT][,HOST[:PORT]...][/chroot]", m_label));
+    std::vector<std::string> hosts;
+    for (const auto &host : url.hosts) {
+      m_addresses.push_back(net::parse_address(host, k_default_port));
+      hosts.push_back(m_addresses.back().display());
+    }
+    m_hosts = fmt::format("{}", fmt::join(hosts, ","));
+    if (!url.query.empty())
+      throw ConfigError(
+          fmt::format("{}: unknown URL option '{}' (zk:// takes none)", m_label, url.query.begin()->first));
+    m_base = base_path(url.path, config.lock_namespace);
+    std::optional<std::string> password = config.password ? config.password : url.password;
+    if (password && !url.user)
+      throw ConfigError(fmt::format("{}: a password needs a user name for ZooKeeper's digest scheme: "
+                                    "zk://USER@HOST:PORT with DLOCK_PASSWORD or --password-file",
+                                    m_label));
+    if (url.user) {
+      if (!password)
+        throw ConfigError(
+            fmt::format("{}: user '{}' has no password (URL, DLOCK_PASSWORD or --password-file)", m_label, *url.user));
+      m_digest = *url.user + ":" + *password;
+    }
+  }
+
+  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
+
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) override {
+    return take(request, true, deadline, &interrupt);
+  }
+
+  RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
+    RenewResult result;
+    auto held = m_held.find(lease.token);
+    if (held == m_held.end()) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = "this ZooKeeper session holds no lock with that token";
+      return result;
+    }
+    if (!m_session || m_session->id() != held->second.session || m_session->expired()) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = "the ZooKeeper session expired: its lock node is gone";
+      return result;
+    }
+    Session &session = *m_session;
+    session.drain_news();
+    CallPtr call = session.exists(held->second.path, true);
+    auto by = session.round_trip_deadline();
+    if (answer_by) by = std::min(by, *answer_by);
+    if (!session.wait(*call, by)) {
+      result.reason = "no answer from ZooKeeper";
+      return result;
+    }
+    if (call->rc == ZOK && call->stat.ephemeral_owner == session.id()) {
+      result.outcome = RenewOutcome::renewed;
+      result.ttl = session.negotiated_timeout();
+      result.sent_at = call->sent_at;
+      return result;
+    }
+    if (call->rc == ZOK || call->rc == ZNONODE) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = fmt::format("the lock node {} was deleted (a forced release?)", held->second.path);
+      return result;
+    }
+    if (session.expired()) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = "the ZooKeeper session expired: its lock node is gone";
+      return result;
+    }
+    result.reason = describe(call->rc);
+    return result;
+  }
+
+  ReleaseOutcome release(const Lease &lease) override {
+    auto held = m_held.find(lease.token);
+    if (held == m_held.end()) return ReleaseOutcome::not_owner;
+    Held node = held->second;
+    m_held.erase(held);
+    if (!m_session || m_session->id() != node.session || m_session->expired()) return ReleaseOutcome::not_owner;
+    const Call &call = finish(*m_session, m_session->remove(node.path), "cannot delete the lock node");
+    if (call.rc == ZOK) return ReleaseOutcome::released;
+    if (call.rc == ZNONODE) return ReleaseOutcome::not_owner;
+    m_session->fail(call.rc, fmt::format("cannot delete the lock node {}", node.path));
+  }
+
+  std::optional<LockStatus> force_release(const std::string &name) override {
+    std::string lock = lock_path(m_base, name);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto found = inspect(lock, name);
+      if (!found) return std::nullopt;
+      Session &session = this->session(std::nullopt);
+      const Call &call = finish(session, session.remove(found->path), "cannot delete the holder's node");
+      if (call.rc == ZOK) return found->status;
+      if (call.rc != ZNONODE) session.fail(call.rc, fmt::format("cannot delete the holder's node {}", found->path));
+      // The holder let go meanwhile: look again.
+    }
+    return std::nullopt;
+  }
+
+  LockStatus status(const std::string &name) override {
+    auto found = inspect(lock_path(m_base, name), name);
+    if (found) return found->status;
+    LockStatus free;
+    free.name = name;
+    return free;
+  }
+
+  std::vector<LockStatus> list(const std::string &prefix) override {
+    Session &session = this->session(std::nullopt);
+    std::vector<std::string> names;
+    // Breadth first, one round trip per level: every node of a level is
+    // asked for its children at once.
+    std::vector<std::pair<std::string, std::string>> level = {{"", m_base}}; // name, path
+    while (!level.empty()) {
+      std::vector<CallPtr> calls;
+      for (const auto &entry : level)
+        calls.push_back(session.children(entry.second));
+      std::vector<std::pair<std::string, std::string>> next;
+      for (std::size_t i = 0; i < level.size(); ++i) {
+        const Call &call = finish(session, calls[i], "cannot list the locks");
+        if (call.rc == ZNONODE) continue;
+        if (call.rc != ZOK) session.fail(call.rc, fmt::format("cannot list {}", level[i].second));
+        const std::string &name = level[i].first;
+        bool is_lock = false;
+        for (const auto &child : call.children) {
+          if (contender_sequence(child)) {
+            is_lock = true;
+            continue;
+          }
+          std::string child_name = (name.empty() ? "" : name + "/") + decode_level(child);
+          // Only subtrees that can hold a name starting with `prefix`.
+          if (child_name.rfind(prefix, 0) == 0 || prefix.rfind(child_name + "/", 0) == 0)
+            next.emplace_back(child_name, level[i].second + "/" + child);
+        }
+        if (is_lock && !name.empty() && name.rfind(prefix, 0) == 0) names.push_back(name);
+      }
+      level = std::move(next);
+    }
+    std::sort(names.begin(), names.end());
+    std::vector<LockStatus> out;
+    for (const auto &name : names) {
+      if (auto found = inspect(lock_path(m_base, name), name)) out.push_back(std::move(found->status));
+    }
+    return out;
+  }
+
+  PingResult ping() override {
+    PingResult result;
+    result.nodes.resize(m_addresses.size());
+    auto ask = [this](const net::Address &address, NodeHealth &health) {
+      health.address = address.display();
+      std::string where = fmt::format("ZooKeeper at {}", health.address);
+      auto started = SteadyClock::now();
+      try {
+        std::string answer =
+            four_letter_word(address, "srvr", started + m_config.connect_timeout, where, m_config.connect_timeout);
+        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
+        health.reachable = true;
+        std::string version = line_value(answer, "Zookeeper version:");
+        version =
+            version.substr(0, std::min(version.find(','), version.find("-${"))); // Debian: "3.8.0-${mvngit.commit.id}"
+        std::string mode = line_value(answer, "Mode:");
+        if (answer.find("not in the whitelist") != std::string::npos) {
+          health.version = "unknown (srvr is not in 4lw.commands.whitelist)";
+        } else if (answer.find("not currently serving requests") != std::string::npos) {
+          health.error = "not serving requests (no quorum?)";
+        } else {
+          health.version = mode.empty() ? version : fmt::format("{} ({})", version, mode);
+          if (mode == "read-only") health.error = "read-only: cannot serve locks";
+        }
+      } catch (const Error &failure) {
+        health.error = failure.what();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < m_addresses.size(); ++i)
+      threads.emplace_back(ask, std::cref(m_addresses[i]), std::ref(result.nodes[i]));
+    ask(m_addresses[0], result.nodes[0]);
+    for (auto &thread : threads)
+      thread.join();
+    result.detail = fmt::format("locks under {}", m_base);
+    return result;
+  }
+
+  int event_fd() const override { return m_session && !m_held.empty() ? m_session->news_fd() : -1; }
+
+private:
+  struct Held {
+    std::string path;
+    std::int64_t session = 0;
+  };
+
+  struct Found {
+    LockStatus status;
+    std::string path; // the holder's node
+  };
+
+  // The session for an acquisition with `ttl` (a new one when the current
+  // one asked for another timeout and holds nothing), or any live session.
+  Session &session(std::optional<Millis> ttl) {
+    bool usable = m_session && !m_session->expired();
+    if (usable && ttl && m_session->options().session_timeout != *ttl && m_held.empty()) usable = false;
+    if (!usable) {
+      m_session.reset();
+      SessionOptions options;
+      options.hosts = m_hosts;
+      options.session_timeout = ttl.value_or(k_inspection_session);
+      options.connect_timeout = m_config.connect_timeout;
+      options.digest = m_digest;
+      options.label = m_label;
+      m_session = std::make_unique<Session>(options);
+    }
+    return *m_session;
+  }
+
+  // Waits for a round trip; no answer within the connect timeout is 69.
+  const Call &finish(Session &session, const CallPtr &call, const std::string &what) const {
+    if (!session.wait(*call, call->sent_at + m_config.connect_timeout))
+      throw UnavailableError(fmt::format("{}: {}: no answer from ZooKeeper within {}", m_label, what,
+                                         format_duration(m_config.connect_timeout)));
+    return *call;
+  }
+
+  // A read that survives a lost connection: asked again once the client
+  // has reconnected, within the connect timeout.
+  template <typename Send> const Call &read(Session &session, Send send, const std::string &what, CallPtr &keep) {
+    auto deadline = SteadyClock::now() + m_config.connect_timeout;
+    for (;;) {
+      keep = send();
+      const Call &call = finish(session, keep, what);
+      if (call.rc != ZCONNECTIONLOSS || !session.wait_connected(deadline)) return call;
+    }
+  }
+
+  std::optional<Found> inspect(const std::string &lock, const std::string &name) {
+    Session &session = this->session(std::nullopt);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      CallPtr keep_list, keep_get;
+      const Call &list = read(
+          session, [&] { return session.children(lock); }, "cannot read the lock", keep_list);
+      if (list.rc == ZNONODE) return std::nullopt;
+      if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot read {}", lock));
+      auto queue = contenders(list.children);
+      if (queue.empty()) return std::nullopt;
+      std::string path = lock + "/" + queue.front().node;
+      const Call &holder = read(
+          session, [&] { return session.get(path); }, "cannot read the holder", keep_get);
+      if (holder.rc == ZNONODE) continue; // released meanwhile
+      if (holder.rc != ZOK) session.fail(holder.rc, fmt::format("cannot read {}", path));
+      Found found;
+      found.path = path;
+      LockStatus &status = found.status;
+      status.name = name;
+      status.held = true;
+      status.fence = static_cast<std::uint64_t>(holder.stat.czxid);
+      status.waiters = static_cast<std::int64_t>(queue.size()) - 1;
+      status.holder = decode_holder(holder.value);
+      if (status.holder) {
+        status.detail = fmt::format("node {}, session 0x{:x}", queue.front().node, holder.stat.ephemeral_owner);
+      } else {
+        HolderInfo other;
+        other.host = printable(holder.value);
+        other.command = "(not dlock: Curator, kazoo or another client)";
+        other.since = from_unix_ms(holder.stat.ctime_ms);
+        status.holder = other;
+        status.detail =
+            fmt::format("node {} of another client, session 0x{:x}", queue.front().node, holder.stat.ephemeral_owner);
+      }
+      return found;
+    }
+    return std::nullopt;
+  }
+
+  struct Queued {
+    std::string path;                  // our node
+    NodeStat stat;                     // of our node
+    std::vector<std::string> children; // of the lock node, seen after ours was created
+    SteadyClock::time_point confirmed; // send time of the last answered request
+  };
+
+  // Creates the lock node's parents (container nodes, which the server
+  // removes once empty), all in one round trip.
+  void create_parents(Session &session, const std::string &lock) {
+    std::vector<std::string> levels = ancestors(lock);
+    levels.push_back(lock);
+    std::vector<CallPtr> calls;
+    for (const auto &level : levels)
+      calls.push_back(session.create(level, "", m_containers ? ZOO_CONTAINER : ZOO_PERSISTENT, m_digest.has_value()));
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const Call &call = finish(session, calls[i], "cannot create the lock's parent nodes");
+      if (call.rc == ZOK || call.rc == ZNODEEXISTS) continue;
+      if (m_containers && (call.rc == ZUNIMPLEMENTED || call.rc == ZBADARGUMENTS)) {
+        m_containers = false; // a server before 3.5.3: plain persistent parents
+        return create_parents(session, lock);
+      }
+      if (call.rc == ZNONODE) continue; // a container above was removed meanwhile: the retry recreates it
+      session.fail(call.rc, fmt::format("cannot create {}", levels[i]));
+    }
+  }
+
+  // Joins the queue: our ephemeral sequential node, and the children of the
+  // lock node as they were right after it (same round trip: a session's
+  // requests are answered in order).
+  Queued enqueue(Session &session, const std::string &lock, const LockRequest &request) {
+    std::string prefix = new_node_prefix();
+    std::string data = encode_holder(request.holder);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      CallPtr create = session.create(lock + "/" + prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, m_digest.has_value());
+      CallPtr list = session.children(lock);
+      bool answered = session.wait(*create, create->sent_at + m_config.connect_timeout);
+      if (answered && create->rc == ZOK) {
+        Queued queued{create->value, create->stat, {}, create->sent_at};
+        CallPtr keep;
+        const Call *children = &finish(session, list, "cannot list the lock's queue");
+        if (children->rc != ZOK)
+          children = &read(
+              session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep);
+        if (children->rc != ZOK) session.fail(children->rc, fmt::format("cannot list {}", lock));
+        queued.children = children->children;
+        return queued;
+      }
+      if (answered && create->rc == ZNONODE) {
+        create_parents(session, lock);
+        continue;
+      }
+      if (answered && create->rc != ZCONNECTIONLOSS)
+        session.fail(create->rc, fmt::format("cannot join the queue of {}", lock));
+      // Unknown whether the node was made: the protected name finds it.
+      if (!session.wait_connected(SteadyClock::now() + m_config.connect_timeout))
+        throw UnavailableError(fmt::format("{}: lost the connection while joining the queue of {}", m_label, lock));
+      CallPtr keep;
+      const Call &children = read(
+          session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep);
+      if (children.rc == ZOK) {
+        for (const auto &child : children.children) {
+          if (child.rfind(prefix, 0) != 0) continue;
+          CallPtr keep_stat;
+          std::string path = lock + "/" + child;
+          const Call &mine = read(
+              session, [&] { return session.exists(path); }, "cannot read our node", keep_stat);
+          if (mine.rc != ZOK) break;
+          return Queued{path, mine.stat, children.children, children.sent_at};
+        }
+      }
+    }
+    throw UnavailableError(fmt::format("{}: could not join the queue of {}: it kept changing", m_label, lock));
+  }
+
+  void leave(Session &session, const std::string &path) {
+    try {
+      finish(session, session.remove(path), "cannot delete our node");
+    } catch (const Error &) {
+      // It goes with the session, which closes with dlock.
+    }
+  }
+
+  AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
+                     const Interrupt *interrupt) {
+    std::string lock = lock_path(m_base, request.name);
+    Session &session = this->session(request.ttl);
+    Queued queued = enqueue(session, lock, request);
+    std::string own = basename_of(queued.path);
+    try {
+      for (;;) {
+        auto queue = contenders(queued.children);
+        auto mine = std::find_if(queue.begin(), queue.end(), [&](const Contender &c) { return c.node == own; });
+        if (mine == queue.end())
+          throw UnavailableError(fmt::format("{}: our node {} left the queue of {} (session expired or node deleted)",
+                                             m_label, own, lock));
+        if (mine == queue.begin()) break;
+        if (!wait) {
+          leave(session, queued.path);
+          return {AcquireOutcome::busy, std::nullopt, 0};
+        }
+        // Watch only the predecessor: a release wakes exactly one waiter.
+        std::string predecessor = lock + "/" + std::prev(mine)->node;
+        session.take_node_events();
+        CallPtr keep;
+        const Call &watch = read(
+            session, [&] { return session.get(predecessor, true); }, "cannot watch the queue", keep);
+        if (watch.rc != ZOK && watch.rc != ZNONODE) session.fail(watch.rc, fmt::format("cannot watch {}", predecessor));
+        if (watch.rc == ZOK) {
+          for (bool woken = false; !woken;) {
+            if (int signal = interrupt->requested()) {
+              leave(session, queued.path);
+              return {AcquireOutcome::interrupted, std::nullopt, signal};
+            }
+            if (deadline && SteadyClock::now() >= *deadline) {
+              leave(session, queued.path);
+              return {AcquireOutcome::busy, std::nullopt, 0};
+            }
+            if (session.expired())
+              throw UnavailableError(fmt::format("{}: the ZooKeeper session expired while waiting", m_label));
+            for (const auto &path : session.take_node_events())
+              woken = woken || path == predecessor;
+            if (!woken) session.wait_event(deadline, interrupt->fd());
+          }
+          detail(1, "waiting for '{}': woken by ZooKeeper ({} changed)", request.name, basename_of(predecessor));
+        }
+        CallPtr keep_list;
+        const Call &list = read(
+            session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep_list);
+        if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot list {}", lock));
+        queued.children = list.children;
+        queued.confirmed = list.sent_at;
+      }
+    } catch (...) {
+      leave(session, queued.path);
+      throw;
+    }
+    // Told at once if the node goes (forced release, expiry): the watch is
+    // armed by a request we do not wait for.
+    session.exists(queued.path, true);
+    session.drain_news(); // what happened while we queued is no news for the holder
+    std::string token = random_hex(16);
+    m_held[token] = Held{queued.path, session.id()};
+    Lease lease;
+    lease.name = request.name;
+    lease.token = token;
+    lease.fence = static_cast<std::uint64_t>(queued.stat.czxid);
+    lease.ttl = session.negotiated_timeout();
+    lease.confirmed_at = queued.confirmed;
+    return {AcquireOutcome::acquired, std::move(lease), 0};
+  }
+
+  BackendConfig m_config;
+  std::string m_label;
+  std::vector<net::Address> m_addresses;
+  std::string m_hosts;
+  std::string m_base;
+  std::optional<std::string> m_digest;
+  bool m_containers = true;
+  std::unique_ptr<Session> m_session;
+  std::map<std::string, Held> m_held; // by release token
+};
+
+} // namespace
+
+std::unique_ptr<Backend> create_zookeeper_backend(const BackendConfig &config) {
+  return std::make_unique<ZooKeeperBackend>(config);
+}
+
+} // namespace dlock::backend::zookeeper
