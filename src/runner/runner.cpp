@@ -173,7 +173,9 @@ private:
       }
     }
     auto held_for = duration_cast<Millis>(SteadyClock::now() - m_started);
-    detail(1, "released '{}' after {} ({} renewals)", name, format_duration(held_for), state.renewals);
+    bool released = m_stop != StopReason::lost && m_stop != StopReason::lease_deadline;
+    detail(1, "{} '{}' after {} ({} renewals)", released ? "released" : "gave up", name, format_duration(held_for),
+           state.renewals);
     switch (m_stop) {
     case StopReason::lost:
       say("lost lock '{}': {}; the job was stopped", name,

@@ -355,14 +355,19 @@ private:
     SteadyClock::time_point confirmed; // send time of the last answered request
   };
 
-  // Creates the lock node's parents (container nodes, which the server
-  // removes once empty), all in one round trip.
+  // Creates the lock node and its parents (container nodes, which the
+  // server removes once empty), all in one round trip. With credentials
+  // the lock node gets the restricted ACL: deleting a child needs DELETE on
+  // its parent, so only this identity can join, leave or break the queue of
+  // this lock, and everyone can read it. The levels above stay open, so one
+  // user's lock does not shut others out of the namespace.
   void create_parents(Session &session, const std::string &lock) {
     std::vector<std::string> levels = ancestors(lock);
     levels.push_back(lock);
     std::vector<CallPtr> calls;
     for (const auto &level : levels)
-      calls.push_back(session.create(level, "", m_containers ? ZOO_CONTAINER : ZOO_PERSISTENT, m_digest.has_value()));
+      calls.push_back(session.create(level, "", m_containers ? ZOO_CONTAINER : ZOO_PERSISTENT,
+                                     m_digest.has_value() && level == lock));
     for (std::size_t i = 0; i < calls.size(); ++i) {
       const Call &call = finish(session, calls[i], "cannot create the lock's parent nodes");
       if (call.rc == ZOK || call.rc == ZNODEEXISTS) continue;
