@@ -249,12 +249,12 @@ void Session::on_watch(_zhandle *, int type, int state, const char *path, void *
     if (state == ZOO_EXPIRED_SESSION_STATE) self->m_expired.store(true);
   } else if (path) {
     std::lock_guard lock(self->m_mutex);
-    self->m_node_events.emplace_back(path);
+    self->m_node_events.push_back({path, type == ZOO_DELETED_EVENT});
   }
   signal_fd(self->m_news.get());
 }
 
-std::vector<std::string> Session::take_node_events() {
+std::vector<Session::NodeEvent> Session::take_node_events() {
   std::lock_guard lock(m_mutex);
   return std::exchange(m_node_events, {});
 }
@@ -320,16 +320,19 @@ CallPtr Session::children(const std::string &path) {
 
 namespace {
 
-// Polls the event descriptor and the interrupt until `deadline`.
-void poll_until(int event_fd, std::optional<SteadyClock::time_point> deadline, int interrupt_fd) {
-  pollfd items[2] = {{event_fd, POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
+// Polls `fds` (entries of -1 are skipped) until one is readable or `deadline` passes.
+void poll_until(std::initializer_list<int> fds, std::optional<SteadyClock::time_point> deadline) {
+  pollfd items[3];
+  nfds_t count = 0;
+  for (int fd : fds)
+    if (fd >= 0 && count < 3) items[count++] = {fd, POLLIN, 0};
   int timeout = -1;
   if (deadline) {
     auto left = std::chrono::ceil<Millis>(*deadline - SteadyClock::now()).count();
     if (left <= 0) return;
     timeout = static_cast<int>(std::min<Millis::rep>(left, 1 << 30));
   }
-  ::poll(items, interrupt_fd >= 0 ? 2 : 1, timeout);
+  ::poll(items, count, timeout);
 }
 
 } // namespace
@@ -344,13 +347,15 @@ bool Session::wait(const Call &call, SteadyClock::time_point deadline, int inter
     }
     drain_fd(m_event.get());
     if (call.done()) return true;
-    poll_until(m_event.get(), deadline, interrupt_fd);
+    poll_until({m_event.get(), interrupt_fd}, deadline);
   }
 }
 
-void Session::wait_event(std::optional<SteadyClock::time_point> deadline, int interrupt_fd) const {
-  poll_until(m_news.get(), deadline, interrupt_fd);
+void Session::wait_event(std::optional<SteadyClock::time_point> deadline, int interrupt_fd, const Call *call) const {
+  if (call && call->done()) return;
+  poll_until({m_news.get(), interrupt_fd, call ? m_event.get() : -1}, deadline);
   drain_fd(m_news.get());
+  if (call) drain_fd(m_event.get());
 }
 
 bool Session::wait_connected(SteadyClock::time_point deadline, int interrupt_fd) const {
@@ -364,7 +369,7 @@ bool Session::wait_connected(SteadyClock::time_point deadline, int interrupt_fd)
     }
     drain_fd(m_news.get());
     if (connected()) return true;
-    poll_until(m_news.get(), deadline, interrupt_fd);
+    poll_until({m_news.get(), interrupt_fd}, deadline);
   }
 }
 

@@ -90,10 +90,15 @@ public:
   // The deadline of one round trip sent now.
   SteadyClock::time_point round_trip_deadline() const { return SteadyClock::now() + m_options.connect_timeout; }
 
-  // Watch events on nodes since the last call ("<path>" of each).
-  std::vector<std::string> take_node_events();
-  // Waits for a watch event, a session change, `deadline` or the interrupt.
-  void wait_event(std::optional<SteadyClock::time_point> deadline, int interrupt_fd) const;
+  // Watch events on nodes since the last call.
+  struct NodeEvent {
+    std::string path;
+    bool deleted = false; // else created, changed or children changed
+  };
+  std::vector<NodeEvent> take_node_events();
+  // Waits for a watch event, a session change, `deadline`, the interrupt
+  // or (when given) the completion of `call`.
+  void wait_event(std::optional<SteadyClock::time_point> deadline, int interrupt_fd, const Call *call = nullptr) const;
 
   // After a lost connection: waits (bounded) until the client is connected
   // again. False if it is not (or the session expired).
@@ -112,7 +117,7 @@ private:
   std::atomic<int> m_state{0};
   std::atomic<bool> m_expired{false};
   mutable std::mutex m_mutex;
-  std::vector<std::string> m_node_events;
+  std::vector<NodeEvent> m_node_events;
 };
 
 // The ZooKeeper error name of `rc`, e.g. "connection loss".

@@ -436,6 +436,52 @@ private:
     }
   }
 
+  struct Wake {
+    AcquireOutcome outcome = AcquireOutcome::acquired; // acquired: the predecessor changed
+    int signal = 0;
+    bool deleted = false; // the predecessor is gone (else: changed, or already gone when we looked)
+  };
+
+  // Waits until `predecessor` changes or goes, the deadline passes or a
+  // signal arrives. Every T/3 it checks that our own node is still there:
+  // that keeps `queued.confirmed` (t0 of the lease we may be handed) fresh,
+  // so the lock can be taken the moment the predecessor goes, without one
+  // more round trip.
+  Wake wait_for(Session &session, const std::string &predecessor, Queued &queued,
+                std::optional<SteadyClock::time_point> deadline, const Interrupt &interrupt) {
+    session.take_node_events();
+    CallPtr keep;
+    const Call &watch = read(
+        session, [&] { return session.get(predecessor, true); }, "cannot watch the queue", keep);
+    if (watch.rc == ZNONODE) return {};
+    if (watch.rc != ZOK) session.fail(watch.rc, fmt::format("cannot watch {}", predecessor));
+    queued.confirmed = watch.sent_at;
+    Millis interval = session.negotiated_timeout() / 3;
+    CallPtr check;
+    for (;;) {
+      if (int signal = interrupt.requested()) return {AcquireOutcome::interrupted, signal, false};
+      auto now = SteadyClock::now();
+      if (deadline && now >= *deadline) return {AcquireOutcome::busy, 0, false};
+      if (session.expired())
+        throw UnavailableError(fmt::format("{}: the ZooKeeper session expired while waiting", m_label));
+      for (const auto &event : session.take_node_events())
+        if (event.path == predecessor) return {AcquireOutcome::acquired, 0, event.deleted};
+      if (check && !check->done() && now >= check->sent_at + m_config.connect_timeout) check.reset(); // ask again
+      if (check && check->done()) {
+        if (check->rc == ZOK && check->stat.ephemeral_owner == session.id())
+          queued.confirmed = check->sent_at;
+        else if (check->rc == ZNONODE)
+          throw UnavailableError(fmt::format("{}: our node {} was deleted while waiting", m_label, queued.path));
+        check.reset();
+      }
+      if (!check && now >= queued.confirmed + interval) check = session.exists(queued.path);
+      auto until = queued.confirmed + interval;
+      if (check) until = std::max(now + Millis(1), check->sent_at + m_config.connect_timeout);
+      if (deadline) until = std::min(until, *deadline);
+      session.wait_event(until, interrupt.fd(), check.get());
+    }
+  }
+
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) {
     std::string lock = lock_path(m_base, request.name);
@@ -456,28 +502,19 @@ private:
         }
         // Watch only the predecessor: a release wakes exactly one waiter.
         std::string predecessor = lock + "/" + std::prev(mine)->node;
-        session.take_node_events();
-        CallPtr keep;
-        const Call &watch = read(
-            session, [&] { return session.get(predecessor, true); }, "cannot watch the queue", keep);
-        if (watch.rc != ZOK && watch.rc != ZNONODE) session.fail(watch.rc, fmt::format("cannot watch {}", predecessor));
-        if (watch.rc == ZOK) {
-          for (bool woken = false; !woken;) {
-            if (int signal = interrupt->requested()) {
-              leave(session, queued.path);
-              return {AcquireOutcome::interrupted, std::nullopt, signal};
-            }
-            if (deadline && SteadyClock::now() >= *deadline) {
-              leave(session, queued.path);
-              return {AcquireOutcome::busy, std::nullopt, 0};
-            }
-            if (session.expired())
-              throw UnavailableError(fmt::format("{}: the ZooKeeper session expired while waiting", m_label));
-            for (const auto &path : session.take_node_events())
-              woken = woken || path == predecessor;
-            if (!woken) session.wait_event(deadline, interrupt->fd());
-          }
-          detail(1, "waiting for '{}': woken by ZooKeeper ({} changed)", request.name, basename_of(predecessor));
+        Wake wake = wait_for(session, predecessor, queued, deadline, *interrupt);
+        if (wake.outcome != AcquireOutcome::acquired) {
+          leave(session, queued.path);
+          return {wake.outcome, std::nullopt, wake.signal};
+        }
+        if (wake.deleted) {
+          detail(1, "waiting for '{}': woken by ZooKeeper ({} gone)", request.name, basename_of(predecessor));
+          // It was the head of the queue as we last saw it, and every node
+          // made since has a higher sequence than ours: ours is the head now.
+          // (Unless our session was last confirmed too long ago: then the
+          // listing below confirms it again.)
+          bool fresh = SteadyClock::now() < queued.confirmed + session.negotiated_timeout() * 2 / 3;
+          if (std::prev(mine) == queue.begin() && fresh) break;
         }
         CallPtr keep_list;
         const Call &list = read(
