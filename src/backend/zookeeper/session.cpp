@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>

@@ -154,7 +154,8 @@ public:
     Held node = held->second;
     m_held.erase(held);
     if (!m_session || m_session->id() != node.session || m_session->expired()) return ReleaseOutcome::not_owner;
-    const Call &call = finish(*m_session, m_session->remove(node.path), "cannot delete the lock node");
+    CallPtr removal = m_session->remove(node.path);
+    const Call &call = finish(*m_session, removal, "cannot delete the lock node");
     if (call.rc == ZOK) return ReleaseOutcome::released;
     if (call.rc == ZNONODE) return ReleaseOutcome::not_owner;
     m_session->fail(call.rc, fmt::format("cannot delete the lock node {}", node.path));
@@ -166,7 +167,8 @@ public:
       auto found = inspect(lock, name);
       if (!found) return std::nullopt;
       Session &session = this->session(std::nullopt);
-      const Call &call = finish(session, session.remove(found->path), "cannot delete the holder's node");
+      CallPtr removal = session.remove(found->path);
+      const Call &call = finish(session, removal, "cannot delete the holder's node");
       if (call.rc == ZOK) return found->status;
       if (call.rc != ZNONODE) session.fail(call.rc, fmt::format("cannot delete the holder's node {}", found->path));
       // The holder let go meanwhile: look again.
@@ -291,6 +293,7 @@ private:
   }
 
   // Waits for a round trip; no answer within the connect timeout is 69.
+  // The reference is valid as long as the caller keeps `call`.
   const Call &finish(Session &session, const CallPtr &call, const std::string &what) const {
     if (!session.wait(*call, call->sent_at + m_config.connect_timeout))
       throw UnavailableError(fmt::format("{}: {}: no answer from ZooKeeper within {}", m_label, what,
@@ -335,13 +338,10 @@ private:
       if (status.holder) {
         status.detail = fmt::format("node {}, session 0x{:x}", queue.front().node, holder.stat.ephemeral_owner);
       } else {
-        HolderInfo other;
-        other.host = printable(holder.value);
-        other.command = "(not dlock: Curator, kazoo or another client)";
-        other.since = from_unix_ms(holder.stat.ctime_ms);
-        status.holder = other;
-        status.detail =
-            fmt::format("node {} of another client, session 0x{:x}", queue.front().node, holder.stat.ephemeral_owner);
+        // Curator stores an address, kazoo an identifier: shown as data,
+        // not dressed up as a holder with a pid.
+        status.detail = fmt::format("node {} of another client (data '{}'), session 0x{:x}", queue.front().node,
+                                    printable(holder.value), holder.stat.ephemeral_owner);
       }
       return found;
     }
