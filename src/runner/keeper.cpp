@@ -89,9 +89,12 @@ std::vector<std::string> split_tabs(const std::string &line) {
 
 class Keeper {
 public:
-  Keeper(backend::Backend &backend, backend::Lease lease, std::string token, UniqueFd listener)
+  // `window`: how long the lock stays without a `renew` from the script
+  // (--ttl). The session's own lease (lease.ttl: on ZooKeeper the
+  // negotiated session timeout) only sets how often the keeper renews.
+  Keeper(backend::Backend &backend, backend::Lease lease, std::string token, UniqueFd listener, Millis window)
       : m_backend(backend), m_lease(std::move(lease)), m_token(std::move(token)), m_listener(std::move(listener)),
-        m_ttl(m_lease.ttl), m_expires(m_lease.confirmed_at + m_lease.ttl),
+        m_ttl(window), m_expires(m_lease.confirmed_at + window),
         m_next_renew(m_lease.confirmed_at + renew_interval(m_lease.ttl)) {}
 
   void serve() {
@@ -105,8 +108,12 @@ public:
       if (now >= m_next_renew && !renew_session()) return;
       auto wake = std::min(m_expires, m_next_renew);
       auto timeout = std::chrono::duration_cast<Millis>(wake - now + std::chrono::microseconds(999)).count();
-      pollfd fds[2] = {{m_listener.get(), POLLIN, 0}, {interrupt.fd(), POLLIN, 0}};
-      int ready = poll(fds, 2, static_cast<int>(std::clamp<long long>(timeout, 0, 60'000)));
+      // News from the backend (a forced release, an expired session):
+      // renew at once, which finds out whether the lock is still ours.
+      int news = m_backend.event_fd();
+      pollfd fds[3] = {{m_listener.get(), POLLIN, 0}, {interrupt.fd(), POLLIN, 0}, {news, POLLIN, 0}};
+      int ready = poll(fds, news >= 0 ? 3 : 2, static_cast<int>(std::clamp<long long>(timeout, 0, 60'000)));
+      if (ready > 0 && news >= 0 && (fds[2].revents & POLLIN) && !renew_session()) return;
       if (ready > 0 && (fds[0].revents & POLLIN)) {
         int connection = accept4(m_listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
         if (connection >= 0 && !handle(UniqueFd(connection))) return;
@@ -120,9 +127,10 @@ private:
     backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_ttl);
     if (result.outcome == backend::RenewOutcome::lost) return false;
     if (result.outcome == backend::RenewOutcome::renewed) {
-      m_next_renew = result.sent_at + renew_interval(m_ttl);
+      m_lease.ttl = result.ttl;
+      m_next_renew = result.sent_at + renew_interval(result.ttl);
     } else {
-      m_next_renew = SteadyClock::now() + retry_interval(m_ttl, 0.5);
+      m_next_renew = SteadyClock::now() + retry_interval(m_lease.ttl, 0.5);
     }
     return true;
   }
@@ -161,7 +169,8 @@ private:
         return true;
       }
       m_expires = result.sent_at + m_ttl;
-      m_next_renew = result.sent_at + renew_interval(m_ttl);
+      m_lease.ttl = result.ttl;
+      m_next_renew = result.sent_at + renew_interval(result.ttl);
       write_all(connection.get(), fmt::format("ok\t{}\t{}\n", m_ttl.count(), m_lease.fence));
       return true;
     }
@@ -224,9 +233,9 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
       return 0;
     }
     report(result_fd,
-           {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", lease.ttl.count()}});
+           {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", request.ttl.count()}});
     close(result_fd);
-    Keeper keeper(*backend, lease, token, std::move(listener));
+    Keeper keeper(*backend, lease, token, std::move(listener), request.ttl);
     keeper.serve();
   } catch (const Error &failure) {
     report(result_fd, {{"outcome", "error"}, {"code", to_int(failure.code())}, {"message", failure.what()}});

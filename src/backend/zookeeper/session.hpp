@@ -48,6 +48,7 @@ struct SessionOptions {
   Millis connect_timeout{2000};
   std::optional<std::string> digest; // "user:password" for the digest scheme
   std::string label;                 // the redacted URL, for messages
+  bool refusal_is_final = false;     // every host refused the connection: fail now, not at the timeout
 };
 
 // A ZooKeeper session through the multi-threaded C client. The client's own

@@ -10,6 +10,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cerrno>
 #include <map>
 #include <poll.h>
@@ -82,6 +83,13 @@ public:
       hosts.push_back(m_addresses.back().display());
     }
     m_hosts = fmt::format("{}", fmt::join(hosts, ","));
+    // A refused connection ends the wait early only when every address is
+    // numeric: a name may stand for several addresses, one of them serving.
+    m_numeric = std::all_of(m_addresses.begin(), m_addresses.end(), [](const net::Address &address) {
+      unsigned char buffer[sizeof(in6_addr)];
+      return inet_pton(AF_INET, address.host.c_str(), buffer) == 1 ||
+             inet_pton(AF_INET6, address.host.c_str(), buffer) == 1;
+    });
     if (!url.query.empty())
       throw ConfigError(
           fmt::format("{}: unknown URL option '{}' (zk:// takes none)", m_label, url.query.begin()->first));
@@ -136,7 +144,7 @@ public:
     }
     if (call->rc == ZOK || call->rc == ZNONODE) {
       result.outcome = RenewOutcome::lost;
-      result.reason = fmt::format("the lock node {} was deleted (a forced release?)", held->second.path);
+      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.path);
       return result;
     }
     if (session.expired()) {
@@ -155,10 +163,10 @@ public:
     m_held.erase(held);
     if (!m_session || m_session->id() != node.session || m_session->expired()) return ReleaseOutcome::not_owner;
     CallPtr removal = m_session->remove(node.path);
-    const Call &call = finish(*m_session, removal, "cannot delete the lock node");
+    const Call &call = finish(*m_session, removal, "cannot delete our node");
     if (call.rc == ZOK) return ReleaseOutcome::released;
     if (call.rc == ZNONODE) return ReleaseOutcome::not_owner;
-    m_session->fail(call.rc, fmt::format("cannot delete the lock node {}", node.path));
+    m_session->fail(call.rc, fmt::format("cannot delete our node {}", node.path));
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
@@ -257,6 +265,13 @@ public:
     ask(m_addresses[0], result.nodes[0]);
     for (auto &thread : threads)
       thread.join();
+    // An ensemble serves while a majority does (of the servers the URL
+    // names: it may list only some of them).
+    if (result.nodes.size() > 1) {
+      auto serving = std::count_if(result.nodes.begin(), result.nodes.end(),
+                                   [](const NodeHealth &node) { return node.reachable && node.error.empty(); });
+      result.quorum = static_cast<std::size_t>(serving) * 2 > result.nodes.size();
+    }
     result.detail = fmt::format("locks under {}", m_base);
     return result;
   }
@@ -287,6 +302,7 @@ private:
       options.connect_timeout = m_config.connect_timeout;
       options.digest = m_digest;
       options.label = m_label;
+      options.refusal_is_final = m_numeric;
       m_session = std::make_unique<Session>(options);
     }
     return *m_session;
@@ -549,6 +565,7 @@ private:
   std::string m_base;
   std::optional<std::string> m_digest;
   bool m_containers = true;
+  bool m_numeric = false; // every address in the URL is an IP address
   std::unique_ptr<Session> m_session;
   std::map<std::string, Held> m_held; // by release token
 };
