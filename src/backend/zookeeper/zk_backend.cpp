@@ -194,7 +194,7 @@ public:
 
   std::vector<LockStatus> list(const std::string &prefix) override {
     Session &session = this->session(std::nullopt);
-    std::vector<std::string> names;
+    std::map<std::string, std::vector<Contender>> queues; // by name
     // Breadth first, one round trip per level: every node of a level is
     // asked for its children at once.
     std::vector<std::pair<std::string, std::string>> level = {{"", m_base}}; // name, path
@@ -219,14 +219,22 @@ public:
           if (child_name.rfind(prefix, 0) == 0 || prefix.rfind(child_name + "/", 0) == 0)
             next.emplace_back(child_name, level[i].second + "/" + child);
         }
-        if (is_lock && !name.empty() && name.rfind(prefix, 0) == 0) names.push_back(name);
+        if (is_lock && !name.empty() && name.rfind(prefix, 0) == 0) queues[name] = contenders(call.children);
       }
       level = std::move(next);
     }
-    std::sort(names.begin(), names.end());
+    // The heads of all queues in one more round trip.
+    std::vector<std::pair<const std::string *, CallPtr>> heads;
+    for (const auto &[name, queue] : queues)
+      heads.emplace_back(&name, session.get(lock_path(m_base, name) + "/" + queue.front().node));
     std::vector<LockStatus> out;
-    for (const auto &name : names) {
-      if (auto found = inspect(lock_path(m_base, name), name)) out.push_back(std::move(found->status));
+    for (const auto &[name, call] : heads) {
+      const Call &head = finish(session, call, "cannot read the holders");
+      if (head.rc == ZOK) {
+        out.push_back(held_status(*name, queues[*name], head));
+      } else if (auto found = inspect(lock_path(m_base, *name), *name)) {
+        out.push_back(std::move(found->status)); // the head let go meanwhile: look again
+      }
     }
     return out;
   }
@@ -328,6 +336,25 @@ private:
     }
   }
 
+  // The status of a held lock from its queue and its head's node.
+  static LockStatus held_status(const std::string &name, const std::vector<Contender> &queue, const Call &head) {
+    LockStatus status;
+    status.name = name;
+    status.held = true;
+    status.fence = static_cast<std::uint64_t>(head.stat.czxid);
+    status.waiters = static_cast<std::int64_t>(queue.size()) - 1;
+    status.holder = decode_holder(head.value);
+    if (status.holder) {
+      status.detail = fmt::format("node {}, session 0x{:x}", queue.front().node, head.stat.ephemeral_owner);
+    } else {
+      // Curator stores an address, kazoo an identifier: shown as data,
+      // not dressed up as a holder with a pid.
+      status.detail = fmt::format("node {} of another client (data '{}'), session 0x{:x}", queue.front().node,
+                                  printable(head.value), head.stat.ephemeral_owner);
+    }
+    return status;
+  }
+
   std::optional<Found> inspect(const std::string &lock, const std::string &name) {
     Session &session = this->session(std::nullopt);
     for (int attempt = 0; attempt < 5; ++attempt) {
@@ -343,23 +370,7 @@ private:
           session, [&] { return session.get(path); }, "cannot read the holder", keep_get);
       if (holder.rc == ZNONODE) continue; // released meanwhile
       if (holder.rc != ZOK) session.fail(holder.rc, fmt::format("cannot read {}", path));
-      Found found;
-      found.path = path;
-      LockStatus &status = found.status;
-      status.name = name;
-      status.held = true;
-      status.fence = static_cast<std::uint64_t>(holder.stat.czxid);
-      status.waiters = static_cast<std::int64_t>(queue.size()) - 1;
-      status.holder = decode_holder(holder.value);
-      if (status.holder) {
-        status.detail = fmt::format("node {}, session 0x{:x}", queue.front().node, holder.stat.ephemeral_owner);
-      } else {
-        // Curator stores an address, kazoo an identifier: shown as data,
-        // not dressed up as a holder with a pid.
-        status.detail = fmt::format("node {} of another client (data '{}'), session 0x{:x}", queue.front().node,
-                                    printable(holder.value), holder.stat.ephemeral_owner);
-      }
-      return found;
+      return Found{held_status(name, queue, holder), path};
     }
     return std::nullopt;
   }
