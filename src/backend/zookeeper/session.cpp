@@ -177,6 +177,9 @@ Session::Session(const SessionOptions &options) : m_options(options) {
   if (!m_handle)
     throw ConfigError(
         fmt::format("{}: the ZooKeeper client refused the address list: {}", options.label, std::strerror(errno)));
+  // Addresses are resolved again only after a lost connection, not on
+  // every turn of the client's I/O loop.
+  zoo_set_servers_resolution_delay(m_handle, -1);
   if (options.digest) {
     // Queued before any request of ours: the server applies it first.
     zoo_add_auth(m_handle, "digest", options.digest->data(), static_cast<int>(options.digest->size()), nullptr,
@@ -214,10 +217,19 @@ Session::Session(const SessionOptions &options) : m_options(options) {
 }
 
 Session::~Session() {
-  if (m_handle) {
-    SignalsBlocked quiet;
-    zookeeper_close(m_handle);
-  }
+  // The client's close waits up to 1.5s for the server's answer. A server
+  // that has already left a request of ours unanswered gets no such wait:
+  // the handle is left to the process's exit, and the server ends the
+  // session (and its nodes) after T.
+  if (m_handle && !m_stalled.load()) close();
+}
+
+int Session::close() {
+  if (!m_handle) return ZOK;
+  SignalsBlocked quiet;
+  int rc = zookeeper_close(m_handle);
+  m_handle = nullptr;
+  return rc;
 }
 
 Millis Session::negotiated_timeout() const { return Millis(zoo_recv_timeout(m_handle)); }
@@ -340,8 +352,14 @@ void poll_until(std::initializer_list<int> fds, std::optional<SteadyClock::time_
 
 bool Session::wait(const Call &call, SteadyClock::time_point deadline, int interrupt_fd) const {
   for (;;) {
-    if (call.done()) return true;
-    if (SteadyClock::now() >= deadline) return false;
+    if (call.done()) {
+      m_stalled.store(false);
+      return true;
+    }
+    if (SteadyClock::now() >= deadline) {
+      m_stalled.store(true);
+      return false;
+    }
     if (interrupt_fd >= 0) {
       pollfd item{interrupt_fd, POLLIN, 0};
       if (::poll(&item, 1, 0) > 0) return false;

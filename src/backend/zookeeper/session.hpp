@@ -65,6 +65,10 @@ public:
   explicit Session(const SessionOptions &options);
   ~Session();
   Session(const Session &) = delete;
+  // Ends the session: the server deletes its ephemeral nodes as part of
+  // it. Returns the client's result (ZOK: the server confirmed). Nothing
+  // else may be called afterwards.
+  int close();
   Session &operator=(const Session &) = delete;
 
   const SessionOptions &options() const { return m_options; }
@@ -117,6 +121,7 @@ private:
   _zhandle *m_handle = nullptr;
   std::atomic<int> m_state{0};
   std::atomic<bool> m_expired{false};
+  mutable std::atomic<bool> m_stalled{false}; // the last wait for an answer gave up
   mutable std::mutex m_mutex;
   std::vector<NodeEvent> m_node_events;
 };

@@ -162,6 +162,21 @@ public:
     Held node = held->second;
     m_held.erase(held);
     if (!m_session || m_session->id() != node.session || m_session->expired()) return ReleaseOutcome::not_owner;
+    if (m_held.empty()) {
+      // The last lock of the session: closing the session deletes our
+      // node in the same step, one round trip instead of two.
+      bool deleted = false;
+      for (const auto &event : m_session->take_node_events())
+        deleted = deleted || (event.deleted && event.path == node.path);
+      int rc = m_session->close();
+      m_session.reset();
+      if (deleted) return ReleaseOutcome::not_owner;
+      if (rc == ZOK) return ReleaseOutcome::released;
+      throw UnavailableError(
+          fmt::format("{}: could not close the ZooKeeper session ({}): the lock ends when the session "
+                      "times out",
+                      m_label, describe(rc)));
+    }
     CallPtr removal = m_session->remove(node.path);
     const Call &call = finish(*m_session, removal, "cannot delete our node");
     if (call.rc == ZOK) return ReleaseOutcome::released;
