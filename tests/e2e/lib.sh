@@ -95,12 +95,18 @@ is_gone() {
 
 is_alive() { ! is_gone "$1"; }
 
+# Backends besides the private lock directory whose lock holders the cleanup
+# kills (use_zookeeper adds its server: acquire's keepers live on after the
+# test otherwise).
+_cleanup_backends=()
+
 _cleanup() {
-  local pid
+  local pid backend backends=("${_cleanup_backends[@]}")
   exec 2>/dev/null # no "Killed" job notices for what is killed here
   # Lock holders in our private directory (dlock run, acquire keepers).
-  if [ -d "$LOCKDIR" ]; then
-    for pid in $("$DLOCK_BIN" -b "$BACKEND" list --json 2>/dev/null |
+  [ -d "$LOCKDIR" ] && backends+=("file://$LOCKDIR")
+  for backend in "${backends[@]}"; do
+    for pid in $(timeout 5 "$DLOCK_BIN" -b "$backend" --connect-timeout 1s list --json 2>/dev/null |
       python3 -c 'import json,sys
 try:
     for l in json.load(sys.stdin):
@@ -108,7 +114,7 @@ try:
 except Exception: pass' 2>/dev/null); do
       _tracked_pids+=("$pid")
     done
-  fi
+  done
   for pid in $(jobs -p) "${_tracked_pids[@]}"; do
     [ -n "$pid" ] && [ "$pid" -gt 1 ] 2>/dev/null && kill -KILL "$pid" 2>/dev/null
   done
@@ -413,3 +419,88 @@ _redis_pttl_rose() {
   _redis_pttl=$p
   return 1
 }
+
+# use_zookeeper [URL]: switches the test to the ZooKeeper server (or
+# ensemble) that scripts/with-zookeeper started for it (DLOCK_TEST_ZK_*):
+# BACKEND, DL and DLOCK_BACKEND then name URL (default $DLOCK_TEST_ZK_URL).
+# Fails, never skips, when the test is not run under with-zookeeper or dlock
+# lacks the zk backend. Sets ZKCLI (kazoo znode tool: "$ZKCLI" ls PATH, ...,
+# see scripts/with-zookeeper) and ZK4 ("$ZK4" WORD [PORT]: a four-letter
+# word). Holders of locks on URL (acquire's keepers) are killed on exit.
+#   ZK_NODE_RE                 the name of a lock node (Curator's protected
+#                              _c_<uuid>-lock-<10-digit sequence>), a regex
+#   zk_children PATH           JSON array of PATH's children with their stat
+#                              (name, czxid, ephemeralOwner, ...), [] if none
+#   zk_child_count PATH        how many children PATH has (0 if it is absent)
+#   zk_session_timeout_ms FILE the session timeout dlock -v reported in FILE
+#   zk_wait_pinged             wait (3 s) until a session that was connected
+#                              when it was called sends the server a request
+#   zk_wakeups FILE...         how many "woken by ZooKeeper" lines FILEs hold
+# shellcheck disable=SC2034 # for the caller
+ZK_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$'
+
+use_zookeeper() {
+  [ -n "${DLOCK_TEST_ZK_URL:-}" ] ||
+    fail "DLOCK_TEST_ZK_URL is not set: run this test as scripts/with-zookeeper [options] -- bash $0"
+  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +zk ' | grep -q 'not available'; then
+    fail "this dlock has no zk backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +zk ' | tail -1)"
+  fi
+  BACKEND=${1:-$DLOCK_TEST_ZK_URL}
+  DL=("$DLOCK_BIN" -b "$BACKEND")
+  export DLOCK_BACKEND=$BACKEND
+  _cleanup_backends+=("$BACKEND")
+  # shellcheck disable=SC2034 # ZKCLI and ZK4 are for the caller
+  ZKCLI=$DLOCK_TEST_ZK_CLI
+  # shellcheck disable=SC2034
+  ZK4=$DLOCK_TEST_ZK_FOURLW
+}
+
+zk_children() { "$DLOCK_TEST_ZK_CLI" children "$1"; }
+
+zk_child_count() { zk_children "$1" | json 'len(d)'; }
+
+# zk_session_timeout_ms FILE: from dlock -v's "session 0x... on HOST:PORT,
+# timeout 2s (asked 2s)" line in FILE, the negotiated timeout in ms; fails
+# the test when there is none.
+zk_session_timeout_ms() {
+  local ms
+  ms=$(python3 - "$1" <<'PY'
+import re, sys
+units = {"ms": 1, "s": 1000, "m": 60000}
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"session .*timeout ([0-9.]+)(ms|s|m)\b", line)
+    if m:
+        print(int(round(float(m.group(1)) * units[m.group(2)])))
+        break
+PY
+  )
+  [ -n "$ms" ] || fail "dlock -v did not report the negotiated session timeout ('session ..., timeout T'): $(head -3 "$1")"
+  echo "$ms"
+}
+
+# zk_wait_pinged: waits up to 3 s until one of the client sessions the
+# server has now (see the four-letter word cons) sends it another request: a
+# renewal or a ping has landed. Fails if none does.
+zk_wait_pinged() {
+  local before
+  before=$(_zk_session_requests)
+  [ -n "$before" ] || fail "cons shows no client session on the server"
+  wait_until -t 3 _zk_session_requests_rose "$before" ||
+    fail "no session sent the server a request within 3 s (cons: $("$ZK4" cons | tr '\n' ' '))"
+}
+
+# "sid recved" per client session cons lists.
+_zk_session_requests() {
+  "$ZK4" cons | sed -n 's/.*recved=\([0-9]*\),.*sid=\(0x[0-9a-f]*\).*/\2 \1/p'
+}
+
+_zk_session_requests_rose() {
+  local sid count old
+  while read -r sid count; do
+    old=$(printf '%s\n' "$1" | awk -v s="$sid" '$1 == s { print $2 }')
+    [ -n "$old" ] && [ "$count" -gt "$old" ] && return 0
+  done <<<"$(_zk_session_requests)"
+  return 1
+}
+
+zk_wakeups() { cat "$@" 2>/dev/null | grep -c 'woken by ZooKeeper'; }

@@ -1,0 +1,334 @@
+# shellcheck shell=bash
+# Helpers for the tests that check that dlock's zk:// locks and another
+# ZooKeeper lock recipe on the same znode exclude each other: Apache Curator's
+# InterProcessMutex (CuratorLock.java) or kazoo's Lock (kazoo_lock.py). They
+# run under scripts/with-zookeeper. Source it after lib.sh:
+#
+#   SCENARIO="zookeeper: ..."
+#   . "$(dirname "$0")/lib.sh"
+#   . "$(dirname "$0")/interop/zk_interop_lib.sh"
+#   use_zk_interop curator        # or kazoo
+#
+#   use_zk_interop TOOL      use_zookeeper (lib.sh), then get TOOL ready
+#                            (Curator: compiled here); fails (never skips)
+#                            when not under with-zookeeper, without dlock's zk
+#                            backend or without TOOL
+#   FOREIGN                  array: the other recipe's command line up to the
+#                            lock path: "${FOREIGN[@]}" /dlock/x try 500
+#   FOREIGN_NAME             "Curator" or "kazoo", for messages
+#   FOREIGN_NODE_RE          the names that recipe gives its lock nodes
+#   foreign_hold ID PATH     the other recipe waits for PATH in the background
+#                            and holds it once it gets it; sets FOREIGN_PID
+#   foreign_wait_held ID [S] wait (S seconds, default 10) until ID holds;
+#                            sets FOREIGN_NODE, FOREIGN_CZXID, FOREIGN_HELD_MS
+#                            (when it said so)
+#   foreign_release ID       let ID go; it must release and exit 0
+#   children PATH            "NAME czxid=N" per child of PATH, by sequence
+#                            (listed through kazoo, which starts faster than a
+#                            JVM; the order check uses the other recipe's own)
+#   check_foreign_holds NAME
+#   check_dlock_holds NAME
+#   check_namespace_mapping
+#   check_mixed_contention ROUNDS
+#                            the scenarios both tests share (see each)
+
+# shellcheck disable=SC2154 # tmpdir comes from lib.sh
+
+# A hand-over is a watch event and a round trip or two: well under this even
+# on a loaded machine, and far from the waits' own timeouts (10 s or more).
+k_handover_ms=1500
+k_interop_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+use_zk_interop() {
+  use_zookeeper
+  # A ZooKeeper connect string is the URL's host list (and chroot, if any).
+  local connect=${DLOCK_TEST_ZK_URL#zk://}
+  connect=${connect#*@}
+  ZK_CONNECT=${connect%%\?*}
+  /usr/bin/python3 -c 'import inspect, kazoo.recipe.lock as l
+assert "extra_lock_patterns" in inspect.signature(l.Lock.__init__).parameters' 2>/dev/null ||
+    fail "/usr/bin/python3 has no kazoo with Lock(extra_lock_patterns=...) (package python3-kazoo, 2.7.1 or later)"
+  ZK_LS=(/usr/bin/python3 "$k_interop_dir/kazoo_lock.py" "$ZK_CONNECT")
+  case $1 in
+  curator) _use_curator ;;
+  kazoo) _use_kazoo ;;
+  *) fail "use_zk_interop: unknown tool '$1'" ;;
+  esac
+}
+
+_use_curator() {
+  local jar missing=() classpath=
+  command -v java >/dev/null || fail "java is needed (package default-jre-headless)"
+  command -v javac >/dev/null || fail "javac is needed (package default-jdk-headless)"
+  # The client side of Curator and ZooKeeper (NIO, no netty), quiet logging.
+  for jar in curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-nop; do
+    if [ -f "/usr/share/java/$jar.jar" ]; then
+      classpath+=/usr/share/java/$jar.jar:
+    else
+      missing+=("$jar")
+    fi
+  done
+  ((${#missing[@]} == 0)) ||
+    fail "missing in /usr/share/java: ${missing[*]} (packages libcurator-recipes-java, libzookeeper-java, libguava-java, libslf4j-java)"
+  mkdir -p "$tmpdir/classes"
+  # -Xlint:-path: the Debian jars' manifests name optional jars that are absent.
+  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "${classpath%:}" "$k_interop_dir/CuratorLock.java" \
+    2>"$tmpdir/javac.err" || fail "javac CuratorLock.java failed: $(head -5 "$tmpdir/javac.err")"
+  FOREIGN=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -XX:-UsePerfData -Xss512k
+    -Djava.net.preferIPv4Stack=true -cp "$tmpdir/classes:${classpath%:}" CuratorLock "$ZK_CONNECT")
+  FOREIGN_NAME=Curator
+  FOREIGN_NODE_RE=$ZK_NODE_RE
+}
+
+_use_kazoo() {
+  FOREIGN=(/usr/bin/python3 "$k_interop_dir/kazoo_lock.py" "$ZK_CONNECT")
+  FOREIGN_NAME=kazoo
+  FOREIGN_NODE_RE='^[0-9a-f]{32}__lock__[0-9]{10}$'
+}
+
+foreign_hold() {
+  local id=$1 path=$2
+  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
+  "${FOREIGN[@]}" "$path" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  FOREIGN_PID=$!
+  track "$FOREIGN_PID"
+  eval "_foreign_pid_$id=$FOREIGN_PID"
+}
+
+foreign_wait_held() {
+  local id=$1 limit=${2:-10} line
+  wait_until -t "$limit" grep -q '^HELD ' "$tmpdir/$id.out" ||
+    fail "$FOREIGN_NAME ($id) did not get the lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
+  FOREIGN_HELD_MS=$(now_ms)
+  line=$(grep '^HELD ' "$tmpdir/$id.out")
+  [[ $line =~ node=([^ ]+)\ czxid=([0-9]+) ]] || fail "$FOREIGN_NAME ($id) printed an odd line: $line"
+  FOREIGN_NODE=${BASH_REMATCH[1]}
+  FOREIGN_CZXID=${BASH_REMATCH[2]}
+}
+
+foreign_release() {
+  local id=$1 pid
+  eval "pid=\$_foreign_pid_$id"
+  touch "$tmpdir/$id.release"
+  wait_exit "$pid" 10
+  [ "$rc" = 0 ] || fail "$FOREIGN_NAME ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
+  grep -qx RELEASED "$tmpdir/$id.out" || fail "$FOREIGN_NAME ($id) did not say RELEASED: $(cat "$tmpdir/$id.out")"
+}
+
+children() {
+  "${ZK_LS[@]}" "$1" children 2>"$tmpdir/children.err" ||
+    fail "kazoo could not list the children of $1: $(cat "$tmpdir/children.err")"
+}
+
+_has_children() { [ "$(zk_child_count "$1")" -ge "$2" ]; }
+
+# no_crash WHAT TEXT: TEXT (dlock's output) shows no sign of a crash.
+no_crash() {
+  case $2 in
+  *"terminate called"* | *"what():"* | *"Aborted"* | *"core dumped"* | *"Segmentation"* | *"#0 "*)
+    fail "$1 looks like a crash: $2"
+    ;;
+  esac
+}
+
+# check_foreign_holds NAME: the other recipe holds /dlock/NAME. dlock run
+# without --wait is busy (75, one line, the command not run); status says held (0, valid JSON, whatever it
+# makes of a holder that is not dlock); list shows it; a `run --wait 10s`
+# waits, is counted as a waiter, and is handed the lock by the release's
+# watch event, within k_handover_ms, with a fence (the czxid of its node)
+# above the other holder's czxid. Nothing is left below /dlock/NAME after.
+check_foreign_holds() {
+  local name=$1 path=/dlock/$1 released started waited_ms fence
+
+  foreign_hold fh "$path"
+  foreign_wait_held fh
+  [[ $FOREIGN_NODE =~ $FOREIGN_NODE_RE ]] || fail "$FOREIGN_NAME named its node '$FOREIGN_NODE', expected /$FOREIGN_NODE_RE/"
+
+  capture "${DL[@]}" run "$name" -- touch "$tmpdir/ran"
+  [ "$rc" = 75 ] || fail "dlock run $name exited $rc while $FOREIGN_NAME held $path, expected 75 (busy); stderr: $err"
+  [ ! -e "$tmpdir/ran" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
+  assert_one_line_message "busy under $FOREIGN_NAME" "$err"
+  [ "$(zk_child_count "$path")" = 1 ] || fail "the busy run left a node behind: $(children "$path")"
+
+  capture "${DL[@]}" status "$name"
+  [ "$rc" = 0 ] || fail "dlock status $name exited $rc while $FOREIGN_NAME held $path, expected 0; stdout: $out; stderr: $err"
+  no_crash "status of a lock $FOREIGN_NAME holds" "$out$err"
+  [ -n "$out" ] || fail "dlock status $name printed nothing"
+  capture "${DL[@]}" status "$name" --json
+  [ "$rc" = 0 ] || fail "dlock status $name --json exited $rc while $FOREIGN_NAME held $path; stderr: $err"
+  no_crash "status --json of a lock $FOREIGN_NAME holds" "$out$err"
+  [ "$(printf '%s' "$out" | json 'd["held"]' 2>/dev/null)" = true ] ||
+    fail "status --json while $FOREIGN_NAME held $path does not say held: true: $out"
+  echo "status while $FOREIGN_NAME holds: $out"
+  capture "${DL[@]}" list --json
+  [ "$rc" = 0 ] || fail "dlock list --json exited $rc while $FOREIGN_NAME held $path; stderr: $err"
+  no_crash "list --json" "$out$err"
+  printf '%s' "$out" | json '[l["name"] for l in d]' | grep -qF "\"$name\"" ||
+    fail "dlock list --json does not show $name, which $FOREIGN_NAME holds: $out"
+
+  rm -f "$tmpdir/waiter.ms" "$tmpdir/waiter.fence"
+  started=$(now_ms)
+  "${DL[@]}" run "$name" --wait 10s -- sh -c 'echo "$DLOCK_FENCE" >"$1.fence"; date +%s%3N >"$1.ms"' sh "$tmpdir/waiter" \
+    </dev/null >"$tmpdir/waiter.out" 2>"$tmpdir/waiter.err" &
+  local waiter=$!
+  track "$waiter"
+  wait_until -t 10 _has_children "$path" 2 || fail "dlock run --wait never queued a node below $path: $(children "$path")"
+  wait_until -t 5 has_waiter "$name" || fail "dlock status never counted the waiting run as a waiter"
+  [ "$(lock_waiters "$name")" = 1 ] || fail "status shows $(lock_waiters "$name") waiters, expected 1"
+  # Its node sorts after the holder's in the other recipe's own order too.
+  "${FOREIGN[@]}" "$path" children >"$tmpdir/children" 2>"$tmpdir/children.err" ||
+    fail "$FOREIGN_NAME could not list the children of $path: $(cat "$tmpdir/children.err")"
+  [ "$(head -1 "$tmpdir/children" | cut -d' ' -f1)" = "$FOREIGN_NODE" ] ||
+    fail "$FOREIGN_NAME's node is not first: $(cat "$tmpdir/children")"
+  [[ $(sed -n 2p "$tmpdir/children" | cut -d' ' -f1) =~ $ZK_NODE_RE ]] ||
+    fail "dlock's waiting node is not named like Curator's protected nodes: $(cat "$tmpdir/children")"
+  sleep 0.3
+  is_alive "$waiter" || fail "dlock run --wait ended while $FOREIGN_NAME held the lock; stderr: $(cat "$tmpdir/waiter.err")"
+  [ ! -e "$tmpdir/waiter.ms" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
+
+  released=$(now_ms)
+  foreign_release fh
+  wait_exit "$waiter" 15
+  [ "$rc" = 0 ] || fail "dlock run --wait exited $rc after $FOREIGN_NAME released, expected 0; stderr: $(cat "$tmpdir/waiter.err")"
+  [ ! -s "$tmpdir/waiter.err" ] || fail "dlock run --wait printed: $(cat "$tmpdir/waiter.err")"
+  waited_ms=$(($(cat "$tmpdir/waiter.ms") - released))
+  echo "dlock got $path ${waited_ms} ms after $FOREIGN_NAME let go ($(($(cat "$tmpdir/waiter.ms") - started)) ms after it asked)"
+  [ "$waited_ms" -ge 0 ] || fail "dlock's command started ${waited_ms#-} ms before $FOREIGN_NAME released"
+  [ "$waited_ms" -lt "$k_handover_ms" ] ||
+    fail "dlock's command started only ${waited_ms} ms after $FOREIGN_NAME released: not woken by the watch"
+  fence=$(cat "$tmpdir/waiter.fence")
+  [[ $fence =~ ^[0-9]+$ ]] || fail "dlock's fence '$fence' is not a number"
+  [ "$fence" -gt "$FOREIGN_CZXID" ] ||
+    fail "dlock's fence '$fence' is not above the czxid $FOREIGN_CZXID of $FOREIGN_NAME's earlier node"
+  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+}
+
+# check_dlock_holds NAME: dlock run holds NAME; its node below /dlock/NAME
+# is named like Curator's and its czxid is the job's DLOCK_FENCE. The other
+# recipe's try is busy (and leaves no node); its blocking acquire is counted
+# as a waiter, waits until dlock's job ends and is then handed the lock by
+# the watch within k_handover_ms; while it holds, dlock is busy again.
+check_dlock_holds() {
+  local name=$1 path=/dlock/$1 released node czxid
+
+  start_holder dh "$name"
+  local holder=$HOLDER_PID fence
+  fence=$(cat "$tmpdir/dh.fence")
+  children "$path" >"$tmpdir/children"
+  [ "$(line_count "$(cat "$tmpdir/children")")" = 1 ] || fail "expected one node below $path, got: $(cat "$tmpdir/children")"
+  read -r node czxid <"$tmpdir/children"
+  [[ $node =~ $ZK_NODE_RE ]] || fail "dlock named its node '$node', expected /$ZK_NODE_RE/"
+  [ "$czxid" = "czxid=$fence" ] || fail "the job's DLOCK_FENCE $fence is not the czxid of dlock's node ($czxid)"
+
+  capture "${FOREIGN[@]}" "$path" try 300
+  if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
+    fail "$FOREIGN_NAME's try on $path while dlock held $name: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
+  fi
+  [ "$(zk_child_count "$path")" = 1 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+
+  foreign_hold fw "$path"
+  wait_until -t 10 _has_children "$path" 2 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fw.err")"
+  [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
+    fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits, expected 1"
+  sleep 0.3
+  ! grep -q '^HELD' "$tmpdir/fw.out" || fail "$FOREIGN_NAME got $path while dlock's job still ran"
+  is_alive "$FOREIGN_PID" || fail "$FOREIGN_NAME's blocking acquire ended early; stderr: $(cat "$tmpdir/fw.err")"
+
+  released=$(now_ms)
+  release_holder dh
+  wait_exit "$holder"
+  [ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+  foreign_wait_held fw 10
+  echo "$FOREIGN_NAME got $path $((FOREIGN_HELD_MS - released)) ms after dlock's job was told to end (upper bound)"
+  [ $((FOREIGN_HELD_MS - released)) -lt "$k_handover_ms" ] ||
+    fail "$FOREIGN_NAME got $path only $((FOREIGN_HELD_MS - released)) ms after dlock's job ended"
+  [ "$FOREIGN_CZXID" -gt "$fence" ] || fail "$FOREIGN_NAME's node czxid $FOREIGN_CZXID is not above dlock's fence $fence"
+
+  capture "${DL[@]}" run "$name" -- touch "$tmpdir/ran"
+  [ "$rc" = 75 ] || fail "dlock run $name exited $rc while $FOREIGN_NAME held it after the hand-over, expected 75"
+  [ ! -e "$tmpdir/ran" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
+  foreign_release fw
+  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+}
+
+# check_namespace_mapping: --namespace NS and names with '/' map to
+# /NS/NAME: the other recipe on /jobs/nightly/db excludes
+# `dlock --namespace jobs run nightly/db` and not `dlock run nightly/db`;
+# dlock --namespace jobs holding it makes the other recipe's try busy on
+# /jobs/nightly/db and not on /dlock/nightly/db.
+check_namespace_mapping() {
+  foreign_hold ns /jobs/nightly/db
+  foreign_wait_held ns
+  capture "${DL[@]}" --namespace jobs run nightly/db -- true
+  [ "$rc" = 75 ] || fail "dlock --namespace jobs run nightly/db exited $rc while $FOREIGN_NAME held /jobs/nightly/db, expected 75"
+  capture env DLOCK_NAMESPACE=jobs "${DL[@]}" run nightly/db -- true
+  [ "$rc" = 75 ] || fail "DLOCK_NAMESPACE=jobs dlock run nightly/db exited $rc while $FOREIGN_NAME held /jobs/nightly/db, expected 75"
+  capture "${DL[@]}" run nightly/db -- true
+  [ "$rc" = 0 ] || fail "dlock run nightly/db (namespace dlock) exited $rc while only /jobs/nightly/db was held; stderr: $err"
+  foreign_release ns
+
+  start_holder nh nightly/db --namespace jobs
+  capture "${FOREIGN[@]}" /jobs/nightly/db try 300
+  [ "$rc" = 75 ] || fail "$FOREIGN_NAME's try on /jobs/nightly/db exited $rc ($out) while dlock --namespace jobs held nightly/db"
+  capture "${FOREIGN[@]}" /dlock/nightly/db try 2000
+  [ "$rc" = 0 ] || fail "$FOREIGN_NAME's try on /dlock/nightly/db exited $rc ($out) while only /jobs/nightly/db was held; stderr: $err"
+  release_holder nh
+  wait_exit "$HOLDER_PID"
+  [ "$rc" = 0 ] || fail "dlock --namespace jobs run exited $rc; stderr: $(cat "$tmpdir/nh.err")"
+}
+
+# check_mixed_contention ROUNDS: two dlock workers and one of the other
+# recipe each take the lock ROUNDS times for a critical section that reads a
+# counter, sleeps a little and writes it back plus one. No run fails, no two
+# sections overlap, no update is lost, and the fences (dlock's DLOCK_FENCE,
+# the other recipe's czxid) rise strictly in lock order.
+check_mixed_contention() {
+  local rounds=$1 name=mixed pid pids=() started count
+  echo 0 >"$tmpdir/counter"
+  : >"$tmpdir/fences"
+  : >"$tmpdir/overlaps"
+  : >"$tmpdir/failures"
+  cat >"$tmpdir/critical.sh" <<'SCRIPT'
+d=$1
+if ! mkdir "$d/inside" 2>/dev/null; then
+  echo "overlap: $2 fence=$DLOCK_FENCE" >>"$d/overlaps"
+fi
+read n <"$d/counter"
+sleep 0.00$((RANDOM % 6))
+echo $((n + 1)) >"$d/counter"
+echo "$DLOCK_FENCE $2" >>"$d/fences"
+rmdir "$d/inside" 2>/dev/null
+exit 0
+SCRIPT
+  started=$(now_ms)
+  for w in 1 2; do
+    (
+      for ((i = 0; i < rounds; i++)); do
+        "${DL[@]}" run "$name" --wait 20s -- bash "$tmpdir/critical.sh" "$tmpdir" dlock </dev/null ||
+          echo "dlock worker $w round $i exited $?" >>"$tmpdir/failures"
+      done
+    ) 2>>"$tmpdir/mixed.err" &
+    pids+=($!)
+  done
+  "${FOREIGN[@]}" "/dlock/$name" repeat "$rounds" bash "$tmpdir/critical.sh" "$tmpdir" "$FOREIGN_NAME" \
+    </dev/null 2>>"$tmpdir/mixed.err" &
+  local foreign=$!
+  pids+=("$foreign")
+  track "${pids[@]}"
+  for pid in "${pids[@]}"; do
+    wait_until -t 25 is_gone "$pid" || fail "a worker did not finish in time (count so far $(cat "$tmpdir/counter"))"
+    wait "$pid" || echo "worker $pid exited $?" >>"$tmpdir/failures"
+  done
+  [ ! -s "$tmpdir/failures" ] || fail "some runs failed: $(head -3 "$tmpdir/failures"); stderr: $(head -3 "$tmpdir/mixed.err")"
+  [ ! -s "$tmpdir/overlaps" ] || fail "critical sections overlapped: $(head -3 "$tmpdir/overlaps")"
+  count=$(cat "$tmpdir/counter")
+  [ "$count" = $((3 * rounds)) ] || fail "counter is $count, expected $((3 * rounds)) (lost updates)"
+  [ ! -s "$tmpdir/mixed.err" ] || fail "stderr: $(head -3 "$tmpdir/mixed.err")"
+  [ "$(grep -c " $FOREIGN_NAME\$" "$tmpdir/fences")" = "$rounds" ] || fail "$FOREIGN_NAME did not run $rounds sections"
+  python3 - "$tmpdir/fences" <<'PY' || fail "fences do not rise strictly in lock order: $(tr '\n' ' ' <"$tmpdir/fences")"
+import sys
+fences = [int(line.split()[0]) for line in open(sys.argv[1])]
+sys.exit(0 if all(b > a for a, b in zip(fences, fences[1:])) else 1)
+PY
+  echo "$((3 * rounds)) increments by dlock and $FOREIGN_NAME in $(($(now_ms) - started)) ms"
+}
