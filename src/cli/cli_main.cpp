@@ -5,8 +5,10 @@
 #include "core/log.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstring>
 
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <iostream>
 #include <string_view>
@@ -39,6 +41,24 @@ constexpr Command k_commands[] = {
     {"ping", "Check that the backend is reachable: version and round-trip time", &cli::setup_ping},
     {"version", "Print the version and the backends this installation has", &cli::setup_version},
 };
+
+// Overwrites the password of a URL in an argument ("zk://u:secret@h",
+// "--backend=redis://:secret@h") in place, so that ps and
+// /proc/PID/cmdline of a long-lived dlock (a run, an acquire keeper) do
+// not show it once the options are parsed.
+void mask_url_password(char *argument) {
+  char *authority = std::strstr(argument, "://");
+  if (!authority) return;
+  authority += 3;
+  char *end = authority + std::strcspn(authority, "/?#");
+  char *at = nullptr;
+  for (char *c = authority; c < end; ++c)
+    if (*c == '@') at = c;
+  if (!at) return;
+  for (char *c = static_cast<char *>(std::memchr(authority, ':', static_cast<std::size_t>(at - authority)));
+       c && ++c < at;)
+    *c = '*';
+}
 
 bool named_in(int argc, char **argv, std::string_view name) {
   for (int i = 1; i < argc; ++i)
@@ -83,6 +103,8 @@ int cli_main(int argc, char **argv) {
   try {
     try {
       app.parse(argc, argv);
+      for (int i = 1; i < argc; ++i)
+        mask_url_password(argv[i]);
     } catch (const CLI::CallForHelp &) {
       // Help of the subcommand that asked for it, if any.
       const CLI::App *target = &app;
