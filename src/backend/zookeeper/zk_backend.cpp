@@ -500,6 +500,7 @@ private:
     queued.confirmed = watch.sent_at;
     Millis interval = session.negotiated_timeout() / 3;
     CallPtr check;
+    auto next_check = queued.confirmed + interval;
     for (;;) {
       if (int signal = interrupt.requested()) return {AcquireOutcome::interrupted, signal, false};
       auto now = SteadyClock::now();
@@ -514,10 +515,12 @@ private:
           queued.confirmed = check->sent_at;
         else if (check->rc == ZNONODE)
           throw UnavailableError(fmt::format("{}: our node {} was deleted while waiting", m_label, queued.path));
+        // Unanswered (a lost connection): again soon, but not in a loop.
+        next_check = std::max(queued.confirmed + interval, now + Millis(100));
         check.reset();
       }
-      if (!check && now >= queued.confirmed + interval) check = session.exists(queued.path);
-      auto until = queued.confirmed + interval;
+      if (!check && now >= next_check) check = session.exists(queued.path);
+      auto until = next_check;
       if (check) until = std::max(now + Millis(1), check->sent_at + m_config.connect_timeout);
       if (deadline) until = std::min(until, *deadline);
       session.wait_event(until, interrupt.fd(), check.get());
