@@ -5,6 +5,8 @@ import re
 import shutil
 import subprocess
 
+import servers
+
 
 def find_tools(args, sections):
     """The absolute paths of the programs the chosen sections need, or a message."""
@@ -13,7 +15,8 @@ def find_tools(args, sections):
     for what, path, users in (("redis-server", args.redis_server, ("redis", "redlock")),
                               ("etcd", args.etcd, ("redis",)), ("etcdctl", args.etcdctl, ("redis",)),
                               ("redis-cli", shutil.which("redis-cli"), ("redis",)),
-                              ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",))):
+                              ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",)),
+                              ("java", args.java, ("zk",)), ("kazoo-python", args.kazoo_python, ("zk",))):
         needed_for[what] = [section for section in users if section in sections]
         if needed_for[what]:
             tools[what] = path or ""
@@ -24,7 +27,11 @@ def find_tools(args, sections):
             hint = "" if what in ("dlock", "flock") else \
                 f" (needed for {', '.join(needed_for[what])}: scripts/install-deps installs it; --only file needs no servers)"
             return tools, f"{what} not found or not executable: {path}{hint}"
-    for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",))):
+    if "zk" in sections:
+        problem = servers.zookeeper_server.missing(tools["java"]) or kazoo_missing(tools["kazoo-python"])
+        if problem:
+            return tools, f"{problem} (needed for zk; --only file needs no servers)"
+    for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",)), ("zk", ("zk",))):
         if any(section in sections for section in users) and not backend_available(tools["dlock"], backend):
             return tools, f"{tools['dlock']} has no {backend} backend (`dlock version` does not list it as available)"
     if not os.path.exists("/proc/locks"):
@@ -37,3 +44,10 @@ def backend_available(dlock, backend):
     out = subprocess.run([dlock, "version"], capture_output=True, text=True).stdout
     entry = re.search(rf"^( +){re.escape(backend)}\s.*\n(?:\1 +.*\n?)*", out, re.MULTILINE)
     return entry is not None and "not available" not in entry.group(0)
+
+
+def kazoo_missing(python):
+    out = subprocess.run([python, "-c", "import kazoo.client"], capture_output=True, text=True)
+    if out.returncode == 0:
+        return None
+    return f"{python} cannot import kazoo: install python3-kazoo (Debian, for /usr/bin/python3) or pass --kazoo-python"

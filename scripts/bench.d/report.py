@@ -18,6 +18,9 @@ BUDGET_REDIS_RUN_VS_REDIS_CLI = 0.3
 BUDGET_REDIS_HANDOVER_RATIO = 1.3
 BUDGET_REDLOCK_RUN_VS_REDIS = 1.5
 BUDGET_REDLOCK_HANDOVER_RATIO = 1.5
+BUDGET_ZK_RUN_VS_FLOCK = 4.0
+BUDGET_ZK_RUN_VS_KAZOO = 0.25
+BUDGET_ZK_HANDOVER_RATIO = 1.3
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
@@ -26,6 +29,8 @@ REDIS = "dlock-redis"
 ETCDCTL = "etcdctl"
 REDIS_CLI = "redis-cli-sh"
 REDLOCK = "dlock-redlock"
+ZK = "dlock-zk"
+KAZOO = "kazoo-py"
 
 
 # Cells that are command lines, set in code in Markdown.
@@ -87,6 +92,25 @@ def cpu_model():
     except OSError:
         pass
     return platform.machine()
+
+
+def filesystem_of(path):
+    """The type of the filesystem path is on ("ext4", "tmpfs", ...), from
+    the longest mount point above it in /proc/self/mounts."""
+    path, best, kind = os.path.realpath(path), "", "an unknown filesystem"
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                mount = fields[1].replace("\\040", " ")
+                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best):
+                    best, kind = mount, fields[2]
+    except OSError:
+        pass
+    return kind
 
 
 def tool_version(argv, name=None):
@@ -180,4 +204,23 @@ def redlock_table(m, nodes):
         d, o = pick(data[REDLOCK]), pick(data[who])
         t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (redlock) vs {other}", d, o, budget)])
     t.rows.append(["peak RSS", mib(m["rss"][REDLOCK]), single, mib(m["rss"][REDIS]), "-", "-", "-"])
+    return t
+
+
+def zk_table(m):
+    t = Table(("metric", "dlock (zk)", "compared with", "other", "ratio", "budget", "ok"),
+              ["---", "---:", "---", "---:", "---:", "---:", ":-:"])
+    flock, kazoo = "flock FILE true", "kazoo Lock, python3"
+    for metric, pick, data, other, who, budget in (
+            ("run x -- true", median, m["run"], flock, FLOCK, BUDGET_ZK_RUN_VS_FLOCK),
+            ("run p90", p90, m["run"], flock, FLOCK, None),
+            ("run CPU (usr+sys)", median, m["run CPU"], flock, FLOCK, None),
+            ("run x -- true", median, m["run"], kazoo, KAZOO, BUDGET_ZK_RUN_VS_KAZOO),
+            ("run p90", p90, m["run"], kazoo, KAZOO, None),
+            ("run CPU (usr+sys)", median, m["run CPU"], kazoo, KAZOO, None),
+            ("hand-over", median, m["hand-over"], "flock hand-over", FLOCK, BUDGET_ZK_HANDOVER_RATIO),
+            ("hand-over p90", p90, m["hand-over"], "flock hand-over", FLOCK, None)):
+        d, o = pick(data[ZK]), pick(data[who])
+        t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (zk) vs {other}", d, o, budget)])
+    t.rows.append(["peak RSS", mib(m["rss"][ZK]), "flock", mib(m["rss"][FLOCK]), "-", "-", "-"])
     return t

@@ -1,6 +1,6 @@
 """Private servers for scripts/bench: a redis-server, the independent
-redis-servers of a Redlock and a single-node etcd on free loopback ports, with
-their data in the bench's temp dir.
+redis-servers of a Redlock, a single-node etcd and a standalone ZooKeeper on
+free loopback ports, with their data in the bench's temp dir.
 
 The bench starts them through its own spawn(), so they sit in process groups
 that its cleanup stops (SIGTERM, then SIGKILL) at the end, on Ctrl-C and on
@@ -10,12 +10,17 @@ not even a SIGKILLed bench leaves one running.
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+import zookeeper_server  # noqa: E402  (scripts/zookeeper_server.py, shared with scripts/with-zookeeper)
 
 START_TIMEOUT_S = 15.0
 START_ATTEMPTS = 3
@@ -202,6 +207,119 @@ class EtcdServer(Server):
     @property
     def endpoint(self):
         return f"http://127.0.0.1:{self.client_port}"
+
+
+def four_letter_word(port, word, timeout=2.0):
+    """ZooKeeper's answer to a four-letter word, read until it closes the
+    connection ("" when it has nothing to say, as wchp without watches)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks).decode(errors="replace")
+            chunks.append(chunk)
+
+
+def indented_groups(text):
+    """{heading: [indented lines below it]} of wchp-like answers:
+    "/path\n\t0xsession\n..." or "0xsession:\n\t/path\n..."."""
+    groups, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            if current is not None:
+                groups[current].append(line.strip())
+        else:
+            current = line.strip().rstrip(":")
+            groups[current] = []
+    return groups
+
+
+def zk_ephemeral_owners(port):
+    """{ephemeral node path: owning session} from the dump four-letter word."""
+    dump = four_letter_word(port, "dump")
+    start = dump.find("Sessions with Ephemerals")
+    end = dump.find("Connections dump", start)
+    if start < 0:
+        raise ServerError(f"unexpected answer to dump from ZooKeeper: {dump[:80]!r}")
+    section = dump[dump.index("\n", start) + 1:end if end > 0 else len(dump)]
+    return {path: session for session, paths in indented_groups(section).items() for path in paths}
+
+
+def zk_watchers(port):
+    """{watched path: [sessions watching it]} from the wchp four-letter word."""
+    return indented_groups(four_letter_word(port, "wchp"))
+
+
+def zk_zxid(port):
+    """The last transaction id the server applied (srvr's Zxid line)."""
+    for line in four_letter_word(port, "srvr").splitlines():
+        if line.startswith("Zxid:"):
+            return int(line.split(":", 1)[1].strip(), 16)
+    raise ServerError("ZooKeeper's answer to srvr has no Zxid line")
+
+
+def zk_version(port):
+    """"zookeeper X.Y.Z", from srvr's "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on ..."."""
+    found = re.search(r"^Zookeeper version: (\d+\.\d+(\.\d+)?)", four_letter_word(port, "srvr"), re.MULTILINE)
+    return f"zookeeper {found.group(1)}" if found else "zookeeper (unknown version)"
+
+
+class ZooKeeperServer(Server):
+    """A standalone ZooKeeper with the settings of scripts/with-zookeeper
+    (scripts/zookeeper_server.py), the transaction log fsynced on every write."""
+
+    name = "zookeeper"
+
+    def pick_ports(self):
+        self.port = free_port()
+        return (self.port,)
+
+    def argv(self, port):
+        home = os.path.join(self.tmp, f"zk-{port}")
+        os.makedirs(os.path.join(home, "data"), exist_ok=True)
+        cfg = os.path.join(home, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(zookeeper_server.zoo_cfg(zookeeper_server.DEFAULT_TICK_MS, os.path.join(home, "data"), port))
+        return zookeeper_server.java_argv(self.binary, cfg)
+
+    def healthy(self):
+        try:
+            return "Mode: standalone" in four_letter_word(self.port, "srvr", timeout=0.5)
+        except OSError:
+            return False
+
+    @property
+    def url(self):
+        return f"zk://127.0.0.1:{self.port}"
+
+    @property
+    def data_dir(self):
+        return os.path.join(self.tmp, f"zk-{self.port}", "data")
+
+
+KAZOO_LOCK = """# Run a command under a ZooKeeper lock, the way one would with kazoo.
+import subprocess
+import sys
+
+from kazoo.client import KazooClient
+
+client = KazooClient(hosts="127.0.0.1:{port}")
+client.start()
+try:
+    with client.Lock("{path}"):
+        status = subprocess.call(sys.argv[1:])
+finally:
+    client.stop()
+    client.close()
+sys.exit(status)
+"""
+
+
+def write_kazoo_lock(path, port, lock_path):
+    with open(path, "w") as f:
+        f.write(KAZOO_LOCK.format(port=port, path=lock_path))
 
 
 REDIS_CLI_LOCK = """#!/bin/sh

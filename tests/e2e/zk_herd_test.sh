@@ -139,4 +139,9 @@ while read -r i fence; do
 done <"$tmpdir/order"
 wait_until -t 5 is_free "$name" || fail "the lock is still held after every waiter ended"
 [ "$(zk_child_count "$parent")" = 0 ] || fail "nodes are left under $parent: $(zk_children "$parent")"
+
+# No watch outlives its waiter: with every session closed the server holds
+# none, and says so with an empty answer to wchc (which is still an answer).
+no_watches() { "$ZK4" wchc >"$tmpdir/wchc" && [ ! -s "$tmpdir/wchc" ]; }
+wait_until -t 5 no_watches || fail "watches are left after every waiter ended (wchc: $(tr '\n\t' '  ' <"$tmpdir/wchc"))"
 pass
