@@ -1,6 +1,7 @@
 #include "backend/registry.hpp"
 
 #include "backend/file/file_backend.hpp"
+#include "backend/postgres/pg_backend.hpp"
 #include "backend/redis/redis_backend.hpp"
 #include "backend/redis/redlock_backend.hpp"
 #include "backend/zookeeper/zk_backend.hpp"
@@ -65,7 +66,11 @@ const std::vector<BackendInfo> &known_backends() {
        true,
        "ZooKeeper: ephemeral sequential nodes, watch the predecessor, zxid fences (Curator-compatible)",
        &zookeeper::create_zookeeper_backend},
-      {{"postgres", "postgresql"}, "postgres", true, "PostgreSQL session advisory locks", nullptr},
+      {{"postgres", "postgresql"},
+       "",
+       true,
+       "PostgreSQL: session advisory lock on a key from namespace and name, txid fences (libpq loaded on use)",
+       &postgres::create_postgres_backend},
       {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},
       {{"test-memory"}, "testmemory", false, "in-process locks; exists to test the module loader", nullptr, true},
   };

@@ -27,6 +27,7 @@ BackendConfig config() {
   config.url = parse_url(url);
   config.lock_namespace = "conformance";
   config.connect_timeout = 2000ms;
+  if (const char *password = std::getenv("DLOCK_PASSWORD")) config.password = password;
   return config;
 }
 

@@ -61,9 +61,9 @@ done
 expect 78 "unknown scheme" "$DLOCK_BIN" -b foo://x run x "${job[@]}"
 case $err in *file*) ;; *) fail "the unknown-scheme message does not list the known schemes: $err" ;; esac
 case $err in *redis*) ;; *) fail "the unknown-scheme message does not list redis among the known schemes: $err" ;; esac
-# A backend whose module this build lacks (postgres until it is built in).
-if "$DLOCK_BIN" --version 2>&1 | grep -A1 -E '^ *postgres ' | grep -q 'not available'; then
-  expect 78 "postgres scheme without its module" "$DLOCK_BIN" -b postgres://127.0.0.1:1 run x "${job[@]}"
+# A backend whose module this build lacks (etcd until it is built in).
+if "$DLOCK_BIN" --version 2>&1 | grep -A1 -E '^ *etcd ' | grep -q 'not available'; then
+  expect 78 "etcd scheme without its module" "$DLOCK_BIN" -b etcd://127.0.0.1:1 run x "${job[@]}"
 fi
 expect 78 "file: URL with a relative directory" "$DLOCK_BIN" -b file:relative/dir run x "${job[@]}"
 

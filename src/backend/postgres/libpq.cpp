@@ -1,0 +1,76 @@
+#include "backend/postgres/libpq.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <dlfcn.h>
+#include <mutex>
+
+namespace dlock::backend::postgres {
+
+namespace {
+
+template <typename Function> void bind(void *handle, Function &target, const char *name) {
+  void *symbol = dlsym(handle, name);
+  if (!symbol) throw ConfigError(fmt::format("libpq.so.5 lacks {}: libpq 10 or later is needed", name));
+  target = reinterpret_cast<Function>(symbol);
+}
+
+Libpq load() {
+  // Loaded for good: libpq registers handlers of its own (OpenSSL).
+  void *handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    throw ConfigError(fmt::format("the postgres backend needs libpq (Debian: apt install libpq5): {}", dlerror()));
+  Libpq api{};
+  bind(handle, api.connectStartParams, "PQconnectStartParams");
+  bind(handle, api.connectPoll, "PQconnectPoll");
+  bind(handle, api.status, "PQstatus");
+  bind(handle, api.socket, "PQsocket");
+  bind(handle, api.errorMessage, "PQerrorMessage");
+  bind(handle, api.finish, "PQfinish");
+  bind(handle, api.setnonblocking, "PQsetnonblocking");
+  bind(handle, api.sendQueryParams, "PQsendQueryParams");
+  bind(handle, api.flush, "PQflush");
+  bind(handle, api.consumeInput, "PQconsumeInput");
+  bind(handle, api.isBusy, "PQisBusy");
+  bind(handle, api.getResult, "PQgetResult");
+  bind(handle, api.resultStatus, "PQresultStatus");
+  bind(handle, api.resultErrorField, "PQresultErrorField");
+  bind(handle, api.resultErrorMessage, "PQresultErrorMessage");
+  bind(handle, api.ntuples, "PQntuples");
+  bind(handle, api.nfields, "PQnfields");
+  bind(handle, api.getvalue, "PQgetvalue");
+  bind(handle, api.getisnull, "PQgetisnull");
+  bind(handle, api.clear, "PQclear");
+  bind(handle, api.getCancel, "PQgetCancel");
+  bind(handle, api.cancel, "PQcancel");
+  bind(handle, api.freeCancel, "PQfreeCancel");
+  bind(handle, api.serverVersion, "PQserverVersion");
+  bind(handle, api.parameterStatus, "PQparameterStatus");
+  bind(handle, api.connectionNeedsPassword, "PQconnectionNeedsPassword");
+  bind(handle, api.connectionUsedPassword, "PQconnectionUsedPassword");
+  bind(handle, api.backendPID, "PQbackendPID");
+  bind(handle, api.conninfoParse, "PQconninfoParse");
+  bind(handle, api.conninfoFree, "PQconninfoFree");
+  return api;
+}
+
+} // namespace
+
+const Libpq &libpq() {
+  static std::once_flag once;
+  static Libpq api;
+  static std::string failure;
+  std::call_once(once, [] {
+    try {
+      api = load();
+    } catch (const Error &error) {
+      failure = error.what();
+    }
+  });
+  if (!failure.empty()) throw ConfigError(failure);
+  return api;
+}
+
+} // namespace dlock::backend::postgres

@@ -1,0 +1,179 @@
+#include "backend/postgres/pg_connection.hpp"
+
+#include "backend/postgres/libpq.hpp"
+#include "core/error.hpp"
+#include "core/net.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <poll.h>
+
+namespace dlock::backend::postgres {
+
+namespace {
+
+// libpq's messages end in a newline and may span lines ("FATAL: ...\nDETAIL: ..."): one line.
+std::string one_line(const char *message) {
+  std::string text = message ? message : "";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
+  for (char &c : text)
+    if (c == '\n' || c == '\t') c = ' ';
+  return text;
+}
+
+// The first line only: "FATAL:  terminating connection due to administrator
+// command" rather than libpq's guesses that follow it.
+std::string first_line(const char *message) {
+  std::string text = message ? message : "";
+  text = text.substr(0, text.find('\n'));
+  auto start = text.find_first_not_of(' ');
+  return start == std::string::npos ? std::string() : text.substr(start);
+}
+
+bool contains(const std::string &text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::vector<std::string> &values,
+                           SteadyClock::time_point deadline, const std::string &label)
+    : m_label(label) {
+  const Libpq &pq = libpq();
+  std::vector<const char *> keys, vals;
+  for (std::size_t i = 0; i < keywords.size(); ++i) {
+    keys.push_back(keywords[i].c_str());
+    vals.push_back(values[i].c_str());
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  m_conn = pq.connectStartParams(keys.data(), vals.data(), 1);
+  if (!m_conn) throw Error(ExitCode::internal, "libpq could not allocate a connection");
+  if (pq.status(m_conn) == CONNECTION_BAD) {
+    std::string why = one_line(pq.errorMessage(m_conn));
+    throw ConfigError(fmt::format("{}: {}", m_label, why));
+  }
+  for (PostgresPollingStatusType state = PGRES_POLLING_WRITING;;) {
+    if (state == PGRES_POLLING_OK) break;
+    if (state == PGRES_POLLING_FAILED) {
+      std::string why = one_line(pq.errorMessage(m_conn));
+      if (contains(why, "password authentication failed") || contains(why, "no password supplied") ||
+          contains(why, "authentication failed") || contains(why, "pg_hba.conf") ||
+          (contains(why, "role \"") && contains(why, "does not exist")) || contains(why, "permission denied"))
+        throw Error(ExitCode::auth, fmt::format("{}: {}", m_label, why));
+      if (contains(why, "database \"") && contains(why, "does not exist"))
+        throw ConfigError(fmt::format("{}: {}", m_label, why));
+      throw UnavailableError(fmt::format("cannot connect to PostgreSQL at {}: {}", m_label, why));
+    }
+    bool unused = false;
+    if (SteadyClock::now() >= deadline)
+      throw UnavailableError(
+          fmt::format("cannot connect to PostgreSQL at {}: no connection within the connect timeout", m_label));
+    wait_socket(state == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, -1, &unused);
+    state = pq.connectPoll(m_conn);
+  }
+  pq.setnonblocking(m_conn, 1);
+}
+
+PgConnection::~PgConnection() {
+  if (m_conn) libpq().finish(m_conn);
+}
+
+int PgConnection::socket() const { return libpq().socket(m_conn); }
+int PgConnection::server_version() const { return libpq().serverVersion(m_conn); }
+int PgConnection::backend_pid() const { return libpq().backendPID(m_conn); }
+
+void PgConnection::gone(const std::string &what) {
+  m_broken = true;
+  throw SessionGone(fmt::format("{}: {}", what, first_line(libpq().errorMessage(m_conn))));
+}
+
+void PgConnection::wait_socket(short events, SteadyClock::time_point deadline, int interrupt_fd, bool *interrupted) {
+  pollfd items[2] = {{libpq().socket(m_conn), events, 0}, {interrupt_fd, POLLIN, 0}};
+  for (;;) {
+    int ready = ::poll(items, interrupt_fd >= 0 ? 2 : 1, net::millis_until(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0 && interrupt_fd >= 0 && (items[1].revents & POLLIN)) *interrupted = true;
+    return;
+  }
+}
+
+void PgConnection::cancel() {
+  const Libpq &pq = libpq();
+  if (PGcancel *handle = pq.getCancel(m_conn)) {
+    char error[256];
+    pq.cancel(handle, error, sizeof error);
+    pq.freeCancel(handle);
+  }
+}
+
+Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
+  const Libpq &pq = libpq();
+  Rows out;
+  bool cancelled = false;
+  for (;;) {
+    // Flush what is left of the request, then read until libpq has a whole result.
+    int flushed = pq.flush(m_conn);
+    if (flushed < 0) gone("the connection broke");
+    while (flushed == 0 && pq.isBusy(m_conn)) {
+      if (SteadyClock::now() >= deadline) {
+        m_broken = true; // an answer may still come: this connection cannot be reused
+        throw UnavailableError(fmt::format("{}: no answer from PostgreSQL in time", m_label));
+      }
+      bool interrupted = false;
+      wait_socket(POLLIN, deadline, cancelled ? -1 : interrupt_fd, &interrupted);
+      if (interrupted && !cancelled) {
+        cancel();
+        cancelled = true;
+      }
+      if (!pq.consumeInput(m_conn)) gone("the connection broke");
+    }
+    if (flushed == 1) {
+      bool unused = false;
+      wait_socket(POLLOUT, deadline, -1, &unused);
+      if (SteadyClock::now() >= deadline) {
+        m_broken = true;
+        throw UnavailableError(fmt::format("{}: could not send to PostgreSQL in time", m_label));
+      }
+      continue;
+    }
+    PGresult *result = pq.getResult(m_conn);
+    if (!result) return out;
+    ExecStatusType status = pq.resultStatus(result);
+    if (status == PGRES_TUPLES_OK && out.ok()) {
+      int rows = pq.ntuples(result);
+      int columns = pq.nfields(result);
+      for (int r = 0; r < rows; ++r) {
+        std::vector<std::optional<std::string>> row;
+        for (int c = 0; c < columns; ++c)
+          row.push_back(pq.getisnull(result, r, c) ? std::nullopt
+                                                   : std::optional<std::string>(pq.getvalue(result, r, c)));
+        out.rows.push_back(std::move(row));
+      }
+    } else if (status == PGRES_FATAL_ERROR && out.ok()) {
+      const char *state = pq.resultErrorField(result, PG_DIAG_SQLSTATE);
+      out.sqlstate = state ? state : "XX000";
+      out.error = one_line(pq.resultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
+    }
+    pq.clear(result);
+    if (pq.status(m_conn) == CONNECTION_BAD) {
+      m_broken = true;
+      throw SessionGone(fmt::format("the server closed the session{}", out.ok() ? "" : ": " + out.error));
+    }
+  }
+}
+
+Rows PgConnection::query(const std::string &sql, const std::vector<std::string> &params,
+                         SteadyClock::time_point deadline, int interrupt_fd) {
+  const Libpq &pq = libpq();
+  if (m_broken) throw SessionGone("the session was lost earlier");
+  std::vector<const char *> values;
+  for (const auto &param : params)
+    values.push_back(param.c_str());
+  if (!pq.sendQueryParams(m_conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                          nullptr, 0))
+    gone("the connection broke");
+  return collect(deadline, interrupt_fd);
+}
+
+} // namespace dlock::backend::postgres

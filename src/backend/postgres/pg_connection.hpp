@@ -1,0 +1,69 @@
+#pragma once
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct pg_conn;
+
+namespace dlock::backend::postgres {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The server closed or lost the session (terminated, restarted, shut
+// down, connection reset): whatever it held is gone.
+// Unavailable (69) where nobody handles it specially.
+class SessionGone : public UnavailableError {
+public:
+  using UnavailableError::UnavailableError;
+};
+
+struct Rows {
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  std::string sqlstate; // empty: success
+  std::string error;    // the server's message when sqlstate is set
+  bool ok() const { return sqlstate.empty(); }
+};
+
+// One libpq connection driven without blocking: every step waits on the
+// socket with poll() until a deadline of ours (libpq's own connect_timeout
+// counts whole seconds and queries have none).
+class PgConnection {
+public:
+  // `keywords`/`values` as for PQconnectStartParams (expand_dbname on).
+  // Throws dlock::Error: 77 for refused credentials, 78 for a database
+  // that does not exist or an unusable URL, 69 otherwise.
+  PgConnection(const std::vector<std::string> &keywords, const std::vector<std::string> &values,
+               SteadyClock::time_point deadline, const std::string &label);
+  ~PgConnection();
+  PgConnection(const PgConnection &) = delete;
+  PgConnection &operator=(const PgConnection &) = delete;
+
+  // Runs `sql` (with text parameters $1, $2, ...) and returns its rows or
+  // the server's error. Throws SessionGone when the connection breaks,
+  // UnavailableError when no answer comes by `deadline`; a readable
+  // `interrupt_fd` cancels the query (PQcancel) and its error is returned.
+  Rows query(const std::string &sql, const std::vector<std::string> &params, SteadyClock::time_point deadline,
+             int interrupt_fd = -1);
+  int socket() const;
+  int server_version() const;
+  int backend_pid() const;
+  bool broken() const { return m_broken; }
+
+private:
+  void wait_socket(short events, SteadyClock::time_point deadline, int interrupt_fd, bool *interrupted);
+  Rows collect(SteadyClock::time_point deadline, int interrupt_fd);
+  void cancel();
+  [[noreturn]] void gone(const std::string &what);
+
+  pg_conn *m_conn = nullptr;
+  std::string m_label;
+  bool m_broken = false;
+};
+
+} // namespace dlock::backend::postgres
