@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <poll.h>
 
@@ -125,6 +126,8 @@ Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
       if (interrupted && !cancelled) {
         cancel();
         cancelled = true;
+        // The server answers a cancel at once; do not wait for ever if not.
+        deadline = std::min(deadline, SteadyClock::now() + Millis(2000));
       }
       if (!pq.consumeInput(m_conn)) gone("the connection broke");
     }
