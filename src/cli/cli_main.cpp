@@ -3,6 +3,7 @@
 #include "cli/context.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/url.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstring>
@@ -54,10 +55,20 @@ void mask_url_password(char *argument) {
   char *at = nullptr;
   for (char *c = authority; c < end; ++c)
     if (*c == '@') at = c;
-  if (!at) return;
-  for (char *c = static_cast<char *>(std::memchr(authority, ':', static_cast<std::size_t>(at - authority)));
-       c && ++c < at;)
-    *c = '*';
+  if (at)
+    for (char *c = static_cast<char *>(std::memchr(authority, ':', static_cast<std::size_t>(at - authority)));
+         c && ++c < at;)
+      *c = '*';
+  // And secret query options: "?password=...", "&sslpassword=...".
+  for (char *option = std::strchr(end, '?'); option && *option; option += std::strcspn(option + 1, "&") + 1) {
+    char *key = option + 1;
+    char *equals = std::strchr(key, '=');
+    if (!equals) break;
+    char *value_end = equals + 1 + std::strcspn(equals + 1, "&#");
+    if (is_secret_option(std::string_view(key, static_cast<std::size_t>(equals - key))))
+      for (char *c = equals + 1; c < value_end; ++c)
+        *c = '*';
+  }
 }
 
 bool named_in(int argc, char **argv, std::string_view name) {

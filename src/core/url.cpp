@@ -5,10 +5,24 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstring>
 
 namespace dlock {
 
 namespace {
+
+// Values in a query are written back percent-encoded where needed, so that
+// the URL handed to the job (DLOCK_BACKEND) stays one valid URL.
+std::string percent_encode(const std::string &value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || std::strchr("-._~/:@", c))
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -49,8 +63,7 @@ std::string build(const Url &url, bool with_user, bool with_password) {
   out += url.path;
   char sep = '?';
   for (const auto &[key, value] : url.query) {
-    bool secret = key == "password" || key == "pass" || key == "key_password";
-    out += fmt::format("{}{}={}", sep, key, secret ? "***" : value);
+    out += fmt::format("{}{}={}", sep, key, is_secret_option(key) ? "***" : percent_encode(value));
     sep = '&';
   }
   return out;
@@ -58,13 +71,16 @@ std::string build(const Url &url, bool with_user, bool with_password) {
 
 } // namespace
 
+bool is_secret_option(std::string_view key) {
+  return key == "password" || key == "pass" || key == "key_password" || key == "sslpassword";
+}
+
 std::string Url::redacted() const { return build(*this, true, true); }
 
 std::string Url::without_credentials() const {
   Url copy = *this;
-  copy.query.erase("password");
-  copy.query.erase("pass");
-  copy.query.erase("key_password");
+  for (auto it = copy.query.begin(); it != copy.query.end();)
+    it = is_secret_option(it->first) ? copy.query.erase(it) : std::next(it);
   return build(copy, false, false);
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock {
@@ -25,6 +26,11 @@ struct Url {
   // The URL without user and password at all, for DLOCK_BACKEND in the child.
   std::string without_credentials() const;
 };
+
+// Query options that hold secrets (password, pass, key_password,
+// sslpassword): redacted in messages, dropped from DLOCK_BACKEND, masked
+// in argv.
+bool is_secret_option(std::string_view key);
 
 // Throws ConfigError (exit 78) with a one-line reason on a malformed URL.
 Url parse_url(const std::string &text);

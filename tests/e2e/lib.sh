@@ -504,3 +504,71 @@ _zk_session_requests_rose() {
 }
 
 zk_wakeups() { cat "$@" 2>/dev/null | grep -c 'woken by ZooKeeper'; }
+
+# use_postgres [URL]: switches the test to the PostgreSQL server that
+# scripts/with-postgres started for it (DLOCK_TEST_PG_*): BACKEND, DL and
+# DLOCK_BACKEND then name URL (default $DLOCK_TEST_PG_URL, which holds no
+# password), and DLOCK_PASSWORD is the dlock role's password. Fails, never
+# skips, when the test is not run under with-postgres or dlock lacks the
+# postgres backend. Sets PSQL ("$PSQL" -c 'SQL': psql as the superuser,
+# unaligned tuples only, see scripts/with-postgres). Holders of locks on URL
+# (acquire's keepers) are killed on exit.
+#   pg_key NAME [NS]       the advisory lock key of NAME in NS (default
+#                          dlock), by the documented SQL: the first 8 bytes
+#                          of sha256('NS NAME') as a signed bigint
+#   pg_holder_pid KEY      backend pid of the session holding KEY (empty
+#                          if none)
+#   pg_waiting KEY         how many ungranted requests for KEY there are
+#   pg_sessions NAME       how many sessions have application_name
+#                          'dlock:NAME'
+#   pg_client_sessions     how many client sessions there are besides the
+#                          one asking
+#   pg_sql SQL             "$PSQL" -c SQL, failing the test on an error
+use_postgres() {
+  [ -n "${DLOCK_TEST_PG_URL:-}" ] ||
+    fail "DLOCK_TEST_PG_URL is not set: run this test as scripts/with-postgres [options] -- bash $0"
+  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +postgres ' | grep -q 'not available'; then
+    fail "this dlock has no postgres backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +postgres ' | tail -1 | sed 's/^ *//')"
+  fi
+  "$DLOCK_BIN" version 2>&1 | grep -qE '^ +postgres ' ||
+    fail "this dlock does not know the postgres backend: $("$DLOCK_BIN" version 2>&1 | tr '\n' ' ')"
+  BACKEND=${1:-$DLOCK_TEST_PG_URL}
+  DL=("$DLOCK_BIN" -b "$BACKEND")
+  export DLOCK_BACKEND=$BACKEND
+  export DLOCK_PASSWORD=$DLOCK_TEST_PG_PASSWORD
+  _cleanup_backends+=("$BACKEND")
+  # shellcheck disable=SC2034 # PSQL is for the caller
+  PSQL=$DLOCK_TEST_PG_PSQL
+}
+
+pg_sql() {
+  local result
+  result=$("$DLOCK_TEST_PG_PSQL" -c "$1" 2>&1) || fail "psql failed: $1: $result"
+  printf '%s\n' "$result"
+}
+
+pg_key() {
+  printf '%s\n' "SELECT ('x' || left(encode(sha256(convert_to(:'ns' || ' ' || :'name', 'UTF8')), 'hex'), 16))::bit(64)::bigint;" |
+    "$DLOCK_TEST_PG_PSQL" -v ns="${2:-dlock}" -v name="$1"
+}
+
+# The advisory lock on a bigint key: classid holds its high 32 bits, objid
+# its low 32 bits, objsubid is 1.
+_pg_key_match="locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint)"
+
+pg_holder_pid() {
+  "$DLOCK_TEST_PG_PSQL" -c "SELECT pid FROM pg_locks WHERE $_pg_key_match = $1 AND granted LIMIT 1"
+}
+
+pg_waiting() {
+  "$DLOCK_TEST_PG_PSQL" -c "SELECT count(*) FROM pg_locks WHERE $_pg_key_match = $1 AND NOT granted"
+}
+
+pg_client_sessions() {
+  "$DLOCK_TEST_PG_PSQL" -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+}
+
+pg_sessions() {
+  printf '%s\n' "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock:' || :'name';" |
+    "$DLOCK_TEST_PG_PSQL" -v name="$1"
+}

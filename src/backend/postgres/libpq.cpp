@@ -13,7 +13,7 @@ namespace {
 
 template <typename Function> void bind(void *handle, Function &target, const char *name) {
   void *symbol = dlsym(handle, name);
-  if (!symbol) throw ConfigError(fmt::format("libpq.so.5 lacks {}: libpq 10 or later is needed", name));
+  if (!symbol) throw ConfigError(fmt::format("libpq.so.5 lacks {}: libpq 12 or later is needed", name));
   target = reinterpret_cast<Function>(symbol);
 }
 
@@ -53,6 +53,8 @@ Libpq load() {
   bind(handle, api.backendPID, "PQbackendPID");
   bind(handle, api.conninfoParse, "PQconninfoParse");
   bind(handle, api.conninfoFree, "PQconninfoFree");
+  bind(handle, api.setNoticeProcessor, "PQsetNoticeProcessor");
+  bind(handle, api.freemem, "PQfreemem");
   return api;
 }
 

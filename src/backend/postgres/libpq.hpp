@@ -39,6 +39,8 @@ struct Libpq {
   decltype(&::PQbackendPID) backendPID;
   decltype(&::PQconninfoParse) conninfoParse;
   decltype(&::PQconninfoFree) conninfoFree;
+  decltype(&::PQsetNoticeProcessor) setNoticeProcessor;
+  decltype(&::PQfreemem) freemem;
 };
 
 // The loaded library; throws ConfigError (78) naming what to install when

@@ -256,10 +256,13 @@ private:
     std::string comment = note_comment(note_for(request, std::nullopt));
     auto round_trip = [&] { return SteadyClock::now() + m_config.connect_timeout; };
     // One attempt first: a free lock costs no lock_timeout. The xid is
-    // taken (and committed) only when the lock was.
+    // taken only when the lock was, and made durable: a transaction that
+    // writes no WAL commits without flushing it, and after a crash its xid
+    // would be handed out again. The (empty, transactional) logical message
+    // makes the commit wait for the flush, so a fence never repeats.
     auto sent = SteadyClock::now();
-    Rows rows = connection->query(fmt::format("SELECT txid_current() FROM (SELECT pg_try_advisory_lock({}) AS ok "
-                                              "OFFSET 0) s WHERE ok{}",
+    Rows rows = connection->query(fmt::format("SELECT txid_current(), pg_logical_emit_message(true, 'dlock', '') FROM "
+                                              "(SELECT pg_try_advisory_lock({}) AS ok OFFSET 0) s WHERE ok{}",
                                               k_key, comment),
                                   {key}, round_trip());
     if (!rows.ok()) fail(rows);
@@ -268,24 +271,29 @@ private:
       // Block server-side, bounded by lock_timeout = what is left of --wait.
       long long left = 0; // 0: no limit
       if (deadline) left = std::max<long long>(1, std::chrono::ceil<Millis>(*deadline - SteadyClock::now()).count());
-      Rows set = connection->query("SELECT set_config('lock_timeout', $1, false)", {std::to_string(left) + "ms"},
-                                   round_trip());
+      // statement_timeout would end the wait early with another error.
+      Rows set = connection->query("SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', "
+                                   "'0', false)",
+                                   {std::to_string(left) + "ms"}, round_trip());
       if (!set.ok()) fail(set);
       sent = SteadyClock::now();
       auto client_deadline = deadline ? *deadline + m_config.connect_timeout : SteadyClock::time_point::max();
       rows = connection->query(
-          fmt::format("SELECT txid_current() FROM (SELECT pg_advisory_lock({}) OFFSET 0) s{}", k_key, comment), {key},
-          client_deadline, interrupt->fd());
+          fmt::format("SELECT txid_current(), pg_logical_emit_message(true, 'dlock', '') FROM (SELECT "
+                      "pg_advisory_lock({}) OFFSET 0) s{}",
+                      k_key, comment),
+          {key}, client_deadline, interrupt->fd());
       if (!rows.ok() && rows.sqlstate == "57014" && interrupt->requested())
         return {AcquireOutcome::interrupted, std::nullopt, interrupt->requested()};
       if (!rows.ok() && rows.sqlstate == "55P03") {
         // lock_timeout fired: the lock may have been granted at that very
         // moment, and a session lock outlives the failed statement.
         sent = SteadyClock::now();
-        rows = connection->query(fmt::format("SELECT txid_current() FROM pg_locks l WHERE {} AND l.pid = "
-                                             "pg_backend_pid() AND l.granted",
-                                             lock_rows_where()),
-                                 {key}, round_trip());
+        rows = connection->query(
+            fmt::format("SELECT txid_current(), pg_logical_emit_message(true, 'dlock', '') FROM pg_locks l "
+                        "WHERE {} AND l.pid = pg_backend_pid() AND l.granted",
+                        lock_rows_where()),
+            {key}, round_trip());
         if (rows.ok() && rows.rows.empty()) return {AcquireOutcome::busy, std::nullopt, 0};
       }
       if (!rows.ok()) fail(rows);
@@ -332,20 +340,22 @@ private:
       }
       found.status.held = true;
       found.backend_pid = row[1] ? std::stoi(*row[1]) : 0;
-      std::string address = row[2] ? *row[2] : "local socket";
+      std::string address = row[2] ? *row[2] : "a local socket";
       auto note = row[4] ? note_in(*row[4]) : std::nullopt;
       if (note) {
         found.status.holder = holder_in(*note);
         if (note->contains("fence")) found.status.fence = note->value("fence", std::uint64_t{0});
       }
-      if (!found.status.holder) {
-        HolderInfo other;
-        other.host = address;
-        other.since = from_unix_ms(row[3] ? std::stoll(*row[3]) : 0);
-        other.command = "(not dlock, or its query is not visible to this role)";
-        found.status.holder = other;
+      if (found.status.holder) {
+        found.status.detail = fmt::format("server session pid {} from {}", found.backend_pid, address);
+      } else if (row[4] == std::optional<std::string>("<insufficient privilege>")) {
+        found.status.detail = fmt::format("server session pid {} of another role: its holder is not visible to this "
+                                          "one (pg_read_all_stats would show it)",
+                                          found.backend_pid);
+      } else {
+        found.status.detail =
+            fmt::format("server session pid {} from {}, not dlock's (no holder note)", found.backend_pid, address);
       }
-      found.status.detail = fmt::format("server session pid {} from {}", found.backend_pid, address);
     }
     found.status.waiters = waiters;
     return found;

@@ -2,6 +2,7 @@
 
 #include "backend/postgres/libpq.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/net.hpp"
 
 #include <fmt/format.h>
@@ -19,9 +20,12 @@ std::string one_line(const char *message) {
   std::string text = message ? message : "";
   while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
     text.pop_back();
-  for (char &c : text)
+  std::string out;
+  for (char c : text) {
     if (c == '\n' || c == '\t') c = ' ';
-  return text;
+    if (c != ' ' || out.empty() || out.back() != ' ') out += c;
+  }
+  return out;
 }
 
 // The first line only: "FATAL:  terminating connection due to administrator
@@ -48,13 +52,25 @@ PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::
   }
   keys.push_back(nullptr);
   vals.push_back(nullptr);
-  m_conn = pq.connectStartParams(keys.data(), vals.data(), 1);
-  if (!m_conn) throw Error(ExitCode::internal, "libpq could not allocate a connection");
-  if (pq.status(m_conn) == CONNECTION_BAD) {
-    std::string why = one_line(pq.errorMessage(m_conn));
+  // A URL libpq cannot parse is a configuration error; anything that goes
+  // wrong after that (even at once, as a missing unix socket does) is not.
+  char *parse_error = nullptr;
+  if (PQconninfoOption *parsed = pq.conninfoParse(values.front().c_str(), &parse_error)) {
+    pq.conninfoFree(parsed);
+  } else {
+    std::string why = parse_error ? one_line(parse_error) : "cannot parse the URL";
+    if (parse_error) pq.freemem(parse_error);
     throw ConfigError(fmt::format("{}: {}", m_label, why));
   }
-  for (PostgresPollingStatusType state = PGRES_POLLING_WRITING;;) {
+  m_conn = pq.connectStartParams(keys.data(), vals.data(), 1);
+  if (!m_conn) throw Error(ExitCode::internal, "libpq could not allocate a connection");
+  // Server notices (a WARNING before a shutdown) are not for the user's
+  // terminal: -vv shows them.
+  pq.setNoticeProcessor(
+      m_conn, [](void *, const char *message) { detail(2, "postgres notice: {}", one_line(message)); }, nullptr);
+  for (PostgresPollingStatusType state = pq.status(m_conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED
+                                                                             : PGRES_POLLING_WRITING;
+       ;) {
     if (state == PGRES_POLLING_OK) break;
     if (state == PGRES_POLLING_FAILED) {
       std::string why = one_line(pq.errorMessage(m_conn));
@@ -62,7 +78,7 @@ PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::
           contains(why, "authentication failed") || contains(why, "pg_hba.conf") ||
           (contains(why, "role \"") && contains(why, "does not exist")) || contains(why, "permission denied"))
         throw Error(ExitCode::auth, fmt::format("{}: {}", m_label, why));
-      if (contains(why, "database \"") && contains(why, "does not exist"))
+      if ((contains(why, "database \"") && contains(why, "does not exist")) || contains(why, "connection option"))
         throw ConfigError(fmt::format("{}: {}", m_label, why));
       throw UnavailableError(fmt::format("cannot connect to PostgreSQL at {}: {}", m_label, why));
     }
@@ -118,7 +134,8 @@ Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
     if (flushed < 0) gone("the connection broke");
     while (flushed == 0 && pq.isBusy(m_conn)) {
       if (SteadyClock::now() >= deadline) {
-        m_broken = true; // an answer may still come: this connection cannot be reused
+        // The answer may still come: the next query reads it first.
+        m_unanswered = true;
         throw UnavailableError(fmt::format("{}: no answer from PostgreSQL in time", m_label));
       }
       bool interrupted = false;
@@ -135,7 +152,7 @@ Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
       bool unused = false;
       wait_socket(POLLOUT, deadline, -1, &unused);
       if (SteadyClock::now() >= deadline) {
-        m_broken = true;
+        m_unanswered = true;
         throw UnavailableError(fmt::format("{}: could not send to PostgreSQL in time", m_label));
       }
       continue;
@@ -170,6 +187,10 @@ Rows PgConnection::query(const std::string &sql, const std::vector<std::string> 
                          SteadyClock::time_point deadline, int interrupt_fd) {
   const Libpq &pq = libpq();
   if (m_broken) throw SessionGone("the session was lost earlier");
+  if (m_unanswered) {
+    collect(deadline, -1); // the answer to the query that timed out, dropped
+    m_unanswered = false;
+  }
   std::vector<const char *> values;
   for (const auto &param : params)
     values.push_back(param.c_str());

@@ -64,6 +64,7 @@ private:
   pg_conn *m_conn = nullptr;
   std::string m_label;
   bool m_broken = false;
+  bool m_unanswered = false; // a query timed out; its answer is read before the next
 };
 
 } // namespace dlock::backend::postgres
