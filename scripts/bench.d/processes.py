@@ -49,14 +49,14 @@ class Processes:
         self.fds.append(fd)
         return fd
 
-    def spawn(self, argv, log_fd=None):
+    def spawn(self, argv, log_fd=None, env=None):
         """Start argv in its own process group, stdin and stdout on /dev/null
-        (with log_fd: stdout and stderr there), stderr to a log; returns the
-        pid. The group is what stop_all kills."""
+        (with log_fd: stdout and stderr there), stderr to a log, in env (by
+        default the bench's); returns the pid. The group is what stop_all kills."""
         pid = os.posix_spawn(
             argv[0],
             argv,
-            self.env,
+            self.env if env is None else env,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, self.null_fd, 0),
                 (os.POSIX_SPAWN_DUP2, log_fd if log_fd is not None else self.null_fd, 1),

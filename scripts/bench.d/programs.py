@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 
+import postgres
 import servers
 
 
@@ -16,7 +17,8 @@ def find_tools(args, sections):
                               ("etcd", args.etcd, ("redis",)), ("etcdctl", args.etcdctl, ("redis",)),
                               ("redis-cli", shutil.which("redis-cli"), ("redis",)),
                               ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",)),
-                              ("java", args.java, ("zk",)), ("kazoo-python", args.kazoo_python, ("zk",))):
+                              ("java", args.java, ("zk",)), ("kazoo-python", args.kazoo_python, ("zk",)),
+                              ("psycopg2-python", args.psycopg2_python, ("pg",))):
         needed_for[what] = [section for section in users if section in sections]
         if needed_for[what]:
             tools[what] = path or ""
@@ -31,7 +33,13 @@ def find_tools(args, sections):
         problem = servers.zookeeper_server.missing(tools["java"]) or kazoo_missing(tools["kazoo-python"])
         if problem:
             return tools, f"{problem} (needed for zk; --only file needs no servers)"
-    for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",)), ("zk", ("zk",))):
+    if "pg" in sections:
+        tools["pg-bindir"] = os.path.abspath(args.pg_bindir) if args.pg_bindir else ""
+        problem = postgres.missing(tools["pg-bindir"], tools["psycopg2-python"])
+        if problem:
+            return tools, f"{problem} (needed for pg; --only file needs no servers)"
+    for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",)), ("zk", ("zk",)),
+                           ("postgres", ("pg",))):
         if any(section in sections for section in users) and not backend_available(tools["dlock"], backend):
             return tools, f"{tools['dlock']} has no {backend} backend (`dlock version` does not list it as available)"
     if not os.path.exists("/proc/locks"):

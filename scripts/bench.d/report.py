@@ -21,6 +21,9 @@ BUDGET_REDLOCK_HANDOVER_RATIO = 1.5
 BUDGET_ZK_RUN_VS_FLOCK = 4.0
 BUDGET_ZK_RUN_VS_KAZOO = 0.25
 BUDGET_ZK_HANDOVER_RATIO = 1.3
+BUDGET_PG_RUN_VS_FLOCK = 3.0
+BUDGET_PG_RUN_VS_PSYCOPG2 = 0.3
+BUDGET_PG_HANDOVER_RATIO = 1.3
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
@@ -31,6 +34,8 @@ REDIS_CLI = "redis-cli-sh"
 REDLOCK = "dlock-redlock"
 ZK = "dlock-zk"
 KAZOO = "kazoo-py"
+PG = "dlock-pg"
+PSYCOPG2 = "psycopg2-py"
 
 
 # Cells that are command lines, set in code in Markdown.
@@ -207,20 +212,34 @@ def redlock_table(m, nodes):
     return t
 
 
-def zk_table(m):
-    t = Table(("metric", "dlock (zk)", "compared with", "other", "ratio", "budget", "ok"),
+def client_table(m, who, backend, client, client_label, budgets):
+    """dlock on a server against flock and against a lock script written
+    with the server's client library; budgets: (run vs flock, run vs the
+    script, hand-over vs flock's)."""
+    t = Table(("metric", f"dlock ({backend})", "compared with", "other", "ratio", "budget", "ok"),
               ["---", "---:", "---", "---:", "---:", "---:", ":-:"])
-    flock, kazoo = "flock FILE true", "kazoo Lock, python3"
-    for metric, pick, data, other, who, budget in (
-            ("run x -- true", median, m["run"], flock, FLOCK, BUDGET_ZK_RUN_VS_FLOCK),
+    flock = "flock FILE true"
+    vs_flock, vs_client, handover = budgets
+    for metric, pick, data, other, versus, budget in (
+            ("run x -- true", median, m["run"], flock, FLOCK, vs_flock),
             ("run p90", p90, m["run"], flock, FLOCK, None),
             ("run CPU (usr+sys)", median, m["run CPU"], flock, FLOCK, None),
-            ("run x -- true", median, m["run"], kazoo, KAZOO, BUDGET_ZK_RUN_VS_KAZOO),
-            ("run p90", p90, m["run"], kazoo, KAZOO, None),
-            ("run CPU (usr+sys)", median, m["run CPU"], kazoo, KAZOO, None),
-            ("hand-over", median, m["hand-over"], "flock hand-over", FLOCK, BUDGET_ZK_HANDOVER_RATIO),
+            ("run x -- true", median, m["run"], client_label, client, vs_client),
+            ("run p90", p90, m["run"], client_label, client, None),
+            ("run CPU (usr+sys)", median, m["run CPU"], client_label, client, None),
+            ("hand-over", median, m["hand-over"], "flock hand-over", FLOCK, handover),
             ("hand-over p90", p90, m["hand-over"], "flock hand-over", FLOCK, None)):
-        d, o = pick(data[ZK]), pick(data[who])
-        t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (zk) vs {other}", d, o, budget)])
-    t.rows.append(["peak RSS", mib(m["rss"][ZK]), "flock", mib(m["rss"][FLOCK]), "-", "-", "-"])
+        d, o = pick(data[who]), pick(data[versus])
+        t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} ({backend}) vs {other}", d, o, budget)])
+    t.rows.append(["peak RSS", mib(m["rss"][who]), "flock", mib(m["rss"][FLOCK]), "-", "-", "-"])
     return t
+
+
+def zk_table(m):
+    return client_table(m, ZK, "zk", KAZOO, "kazoo Lock, python3",
+                        (BUDGET_ZK_RUN_VS_FLOCK, BUDGET_ZK_RUN_VS_KAZOO, BUDGET_ZK_HANDOVER_RATIO))
+
+
+def pg_table(m):
+    return client_table(m, PG, "pg", PSYCOPG2, "psycopg2 advisory lock, python3",
+                        (BUDGET_PG_RUN_VS_FLOCK, BUDGET_PG_RUN_VS_PSYCOPG2, BUDGET_PG_HANDOVER_RATIO))

@@ -1,6 +1,7 @@
 """Private servers for scripts/bench: a redis-server, the independent
 redis-servers of a Redlock, a single-node etcd and a standalone ZooKeeper on
-free loopback ports, with their data in the bench's temp dir.
+free loopback ports, with their data in the bench's temp dir (PostgreSQL, on
+the same base class, is in postgres.py).
 
 The bench starts them through its own spawn(), so they sit in process groups
 that its cleanup stops (SIGTERM, then SIGKILL) at the end, on Ctrl-C and on
@@ -123,8 +124,11 @@ class Server:
         self.log_fd = log_fd
         self.pid = None
 
+    def launch_prefix(self):
+        return pdeathsig_prefix()
+
     def start(self):
-        prefix = pdeathsig_prefix()
+        prefix = self.launch_prefix()
         for _ in range(START_ATTEMPTS):
             ports = self.pick_ports()
             self.pid = self.spawn(prefix + self.argv(*ports), log_fd=self.log_fd)
