@@ -22,8 +22,9 @@ int run_ping(const PingArguments &args, Context &context) {
   backend::PingResult result = backend->ping();
   // Multi-node backends judge by quorum; otherwise every node must answer.
   bool healthy = result.quorum ? *result.quorum
-                               : !result.nodes.empty() && std::all_of(result.nodes.begin(), result.nodes.end(),
-                                                                      [](const auto &node) { return node.reachable && node.error.empty(); });
+                               : !result.nodes.empty() &&
+                                     std::all_of(result.nodes.begin(), result.nodes.end(),
+                                                 [](const auto &node) { return node.reachable && node.error.empty(); });
   if (args.json) {
     nlohmann::ordered_json doc;
     doc["backend"] = settings.backend.url.redacted();

@@ -1,0 +1,21 @@
+#pragma once
+
+#include "core/duration.hpp"
+#include "core/net.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace dlock::backend::zookeeper {
+
+// The answer to a four-letter word ("srvr") sent to one server, read until
+// the server closes; throws UnavailableError naming `where` when there is
+// no connection or no answer by `deadline` (`timeout` is only quoted).
+std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
+                             const std::string &where, Millis timeout);
+
+// The value after `key` on its line of such an answer ("Mode:" gives
+// "leader"), trimmed; empty if absent.
+std::string line_value(const std::string &text, std::string_view key);
+
+} // namespace dlock::backend::zookeeper
