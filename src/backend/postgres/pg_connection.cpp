@@ -68,26 +68,34 @@ PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::
   // terminal: -vv shows them.
   pq.setNoticeProcessor(
       m_conn, [](void *, const char *message) { detail(2, "postgres notice: {}", one_line(message)); }, nullptr);
-  for (PostgresPollingStatusType state = pq.status(m_conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED
-                                                                             : PGRES_POLLING_WRITING;
-       ;) {
-    if (state == PGRES_POLLING_OK) break;
-    if (state == PGRES_POLLING_FAILED) {
-      std::string why = one_line(pq.errorMessage(m_conn));
-      if (contains(why, "password authentication failed") || contains(why, "no password supplied") ||
-          contains(why, "authentication failed") || contains(why, "pg_hba.conf") ||
-          (contains(why, "role \"") && contains(why, "does not exist")) || contains(why, "permission denied"))
-        throw Error(ExitCode::auth, fmt::format("{}: {}", m_label, why));
-      if ((contains(why, "database \"") && contains(why, "does not exist")) || contains(why, "connection option"))
-        throw ConfigError(fmt::format("{}: {}", m_label, why));
-      throw UnavailableError(fmt::format("cannot connect to PostgreSQL at {}: {}", m_label, why));
+  // The destructor does not run when the constructor throws: let go of
+  // the connection here then.
+  try {
+    for (PostgresPollingStatusType state = pq.status(m_conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED
+                                                                               : PGRES_POLLING_WRITING;
+         ;) {
+      if (state == PGRES_POLLING_OK) break;
+      if (state == PGRES_POLLING_FAILED) {
+        std::string why = one_line(pq.errorMessage(m_conn));
+        if (contains(why, "password authentication failed") || contains(why, "no password supplied") ||
+            contains(why, "authentication failed") || contains(why, "pg_hba.conf") ||
+            (contains(why, "role \"") && contains(why, "does not exist")) || contains(why, "permission denied"))
+          throw Error(ExitCode::auth, fmt::format("{}: {}", m_label, why));
+        if ((contains(why, "database \"") && contains(why, "does not exist")) || contains(why, "connection option"))
+          throw ConfigError(fmt::format("{}: {}", m_label, why));
+        throw UnavailableError(fmt::format("cannot connect to PostgreSQL at {}: {}", m_label, why));
+      }
+      bool unused = false;
+      if (SteadyClock::now() >= deadline)
+        throw UnavailableError(
+            fmt::format("cannot connect to PostgreSQL at {}: no connection within the connect timeout", m_label));
+      wait_socket(state == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, -1, &unused);
+      state = pq.connectPoll(m_conn);
     }
-    bool unused = false;
-    if (SteadyClock::now() >= deadline)
-      throw UnavailableError(
-          fmt::format("cannot connect to PostgreSQL at {}: no connection within the connect timeout", m_label));
-    wait_socket(state == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, -1, &unused);
-    state = pq.connectPoll(m_conn);
+  } catch (...) {
+    pq.finish(m_conn);
+    m_conn = nullptr;
+    throw;
   }
   pq.setnonblocking(m_conn, 1);
 }
