@@ -3,8 +3,6 @@
 SCENARIO="acquire, renew and release"
 . "$(dirname "$0")/lib.sh"
 
-keeper_of() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'd["holder"]["pid"]'; }
-
 # token=$(dlock acquire ...) must return: nothing left running may keep the
 # substitution's pipe open. Run it in the background with a deadline.
 (
@@ -50,19 +48,7 @@ capture "${DL[@]}" renew a "$t"
 [ "$rc" = 3 ] || fail "renew after release exited $rc, expected 3"
 
 # acquire --json.
-capture "${DL[@]}" acquire j --ttl 5s --json
-[ "$rc" = 0 ] || fail "acquire --json exited $rc; stderr: $err"
-printf '%s' "$out" >"$tmpdir/acq.json"
-python3 - "$tmpdir/acq.json" <<'PY' || fail "acquire --json is wrong: $out"
-import json, sys, re
-d = json.load(open(sys.argv[1]))
-assert set(d) >= {"name", "token", "fence", "ttl_ms", "expires_at"}, d
-assert d["name"] == "j", d
-assert isinstance(d["token"], str) and d["token"], d
-assert isinstance(d["fence"], int) and d["fence"] > 0, d
-assert d["ttl_ms"] == 5000, d
-assert isinstance(d["expires_at"], str) and re.match(r"\d{4}-\d\d-\d\dT", d["expires_at"]), d
-PY
+check_acquire_json j 5s
 jt=$(printf '%s' "$out" | json 'd["token"]')
 jfence=$(printf '%s' "$out" | json 'd["fence"]')
 [ "$("${DL[@]}" status j --json | json 'd["fence"]')" = "$jfence" ] || fail "status j shows another fence than acquire --json printed"

@@ -11,32 +11,8 @@ SCENARIO="postgres: acquire keeper, renew and release"
 . "$(dirname "$0")/lib.sh"
 use_postgres
 
-keeper_of() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'd["holder"]["pid"]'; }
 no_session() { [ "$(pg_sessions "$1")" = 0 ]; }
 
-# acquire_bg NAME OPTS...: token=$(dlock acquire NAME OPTS) must return: the
-# keeper may not keep the substitution's pipe open. Sets token and keeper.
-acquire_bg() {
-  local name=$1
-  shift
-  rm -f "$tmpdir/acq.rc" "$tmpdir/acq.token"
-  (
-    t=$("${DL[@]}" acquire "$name" "$@" 2>"$tmpdir/acq.err" </dev/null)
-    echo $? >"$tmpdir/acq.rc.tmp"
-    printf '%s' "$t" >"$tmpdir/acq.token"
-    mv "$tmpdir/acq.rc.tmp" "$tmpdir/acq.rc"
-  ) &
-  track $!
-  wait_until -t 3 test -e "$tmpdir/acq.rc" ||
-    fail "t=\$(dlock acquire $name $*) did not return within 3s: something keeps its stdout/stderr open"
-  [ "$(cat "$tmpdir/acq.rc")" = 0 ] || fail "acquire $name exited $(cat "$tmpdir/acq.rc"): $(cat "$tmpdir/acq.err")"
-  token=$(cat "$tmpdir/acq.token")
-  [[ $token =~ ^[^[:space:]]+$ ]] || fail "acquire $name printed '$token', expected a token only"
-  keeper=$(keeper_of "$name")
-  [[ $keeper =~ ^[0-9]+$ ]] || fail "status $name --json shows no holder pid after acquire"
-  track "$keeper"
-  is_alive "$keeper" || fail "the holder pid $keeper of $name is not a live process (the keeper)"
-}
 
 key=$(pg_key x)
 started=$(now_ms)
@@ -74,18 +50,7 @@ capture "${DL[@]}" renew x "$token"
 [ "$rc" = 3 ] || fail "renew after release exited $rc, expected 3"
 
 # acquire --json.
-capture "${DL[@]}" acquire j --ttl 3s --json
-[ "$rc" = 0 ] || fail "acquire --json exited $rc; stderr: $err"
-printf '%s' "$out" >"$tmpdir/acq.json"
-python3 - "$tmpdir/acq.json" <<'PY' || fail "acquire --json is wrong: $out"
-import json, sys, re
-d = json.load(open(sys.argv[1]))
-assert set(d) >= {"name", "token", "fence", "ttl_ms", "expires_at"}, d
-assert d["name"] == "j", d
-assert isinstance(d["fence"], int) and d["fence"] > 0, d
-assert d["ttl_ms"] == 3000, d
-assert isinstance(d["expires_at"], str) and re.match(r"\d{4}-\d\d-\d\dT", d["expires_at"]), d
-PY
+check_acquire_json j 3s
 track "$(keeper_of j)"
 "${DL[@]}" release j "$(printf '%s' "$out" | json 'd["token"]')" || fail "release j with acquire --json's token failed"
 
