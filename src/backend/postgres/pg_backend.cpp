@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
+#include "core/sha256.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,13 +17,10 @@ namespace dlock::backend::postgres {
 
 namespace {
 
-// The documented key: the first 8 bytes (big-endian, signed) of SHA-256 of
-// "NS NAME" (namespace, one space, name; neither can hold a space), so that
-// psql or any program can take the same lock:
-//   SELECT pg_advisory_lock(('x' || left(encode(sha256(convert_to('dlock nightly-report', 'UTF8')), 'hex'),
-//   16))::bit(64)::bigint);
-constexpr const char *k_key =
-    "(('x' || left(encode(sha256(convert_to($1::text, 'UTF8')), 'hex'), 16))::bit(64)::bigint)";
+// The key is computed here and sent as a number: a fresh server session
+// would spend most of a millisecond looking up the functions of the SQL
+// that psql users are given (advisory_key in the header).
+constexpr const char *k_key = "$1::bigint";
 
 // pg_locks shows an advisory lock on one bigint as classid (high 32 bits),
 // objid (low 32 bits) and objsubid 1, in the current database.
@@ -88,17 +86,20 @@ public:
       result.reason = "this process holds no lock with that token";
       return result;
     }
+    Held &node = held->second;
     auto sent = SteadyClock::now();
     auto by = sent + m_config.connect_timeout;
     if (answer_by) by = std::min(by, *answer_by);
     try {
-      Rows rows = held->second.connection->query("SELECT 1" + held->second.note, {}, by);
+      // query() first reads the answer to the note sent at acquisition
+      // (usually there already): it says nothing about the session now.
+      Rows rows = node.connection->query("SELECT 1" + node.note, {}, by);
       if (!rows.ok()) {
         result.reason = rows.error;
         return result;
       }
       result.outcome = RenewOutcome::renewed;
-      result.ttl = held->second.ttl;
+      result.ttl = node.ttl;
       result.sent_at = sent;
     } catch (const SessionGone &gone) {
       result.outcome = RenewOutcome::lost;
@@ -200,7 +201,7 @@ public:
 private:
   struct Held {
     std::unique_ptr<PgConnection> connection;
-    std::string key; // "NS NAME"
+    std::string key; // advisory_key, in decimal
     std::string note;
     Millis ttl{};
   };
@@ -210,7 +211,10 @@ private:
     int backend_pid = 0;
   };
 
-  std::string key_text(const std::string &name) const { return m_config.lock_namespace + " " + name; }
+  // The key parameter ($1) of every statement about lock `name`.
+  std::string key_of(const std::string &name) const {
+    return std::to_string(advisory_key(m_config.lock_namespace + " " + name));
+  }
 
   std::unique_ptr<PgConnection> connect(const std::string &application_name, Millis ttl) {
     Keepalive k = keepalive_for(ttl);
@@ -252,7 +256,7 @@ private:
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) {
     auto connection = connect("dlock:" + request.name, request.ttl);
-    std::string key = key_text(request.name);
+    std::string key = key_of(request.name);
     std::string comment = note_comment(note_for(request, std::nullopt));
     auto round_trip = [&] { return SteadyClock::now() + m_config.connect_timeout; };
     // One attempt first: a free lock costs no lock_timeout. The xid is
@@ -305,12 +309,11 @@ private:
     if (rows.rows.size() != 1 || !rows.rows[0][0])
       throw Error(ExitCode::internal, fmt::format("{}: unexpected answer to the lock query", m_label));
     std::uint64_t fence = std::stoull(*rows.rows[0][0]);
+    // The note with the fence, for status, goes out without waiting for
+    // its answer: the job starts a round trip sooner. The answer makes the
+    // socket (event_fd) readable, and the renewal that follows reads it.
     std::string note = note_comment(note_for(request, fence));
-    // The note with the fence, for status. Its answer is awaited, so that
-    // the socket is quiet until the server has something to say (a
-    // terminated session), which event_fd() reports.
-    Rows noted = connection->query("SELECT 1" + note, {}, round_trip());
-    if (!noted.ok()) fail(noted);
+    connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
     m_held[token] = Held{std::move(connection), key, note, request.ttl};
     Lease lease;
@@ -328,7 +331,7 @@ private:
             "SELECT l.granted, l.pid, host(a.client_addr), (extract(epoch from a.backend_start) * 1000)::bigint, "
             "a.query FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE {}",
             lock_rows_where()),
-        {key_text(name)}, SteadyClock::now() + m_config.connect_timeout);
+        {key_of(name)}, SteadyClock::now() + m_config.connect_timeout);
     if (!rows.ok()) throw UnavailableError(fmt::format("{}: cannot read pg_locks: {}", m_label, rows.error));
     Found found;
     found.status.name = name;
@@ -374,6 +377,14 @@ private:
 };
 
 } // namespace
+
+std::int64_t advisory_key(std::string_view key_text) {
+  auto digest = sha256(key_text);
+  std::uint64_t key = 0;
+  for (int i = 0; i < 8; ++i)
+    key = key << 8 | digest[i];
+  return static_cast<std::int64_t>(key); // two's complement, as PostgreSQL's bit(64)::bigint
+}
 
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config) {
   return std::make_unique<PostgresBackend>(config);

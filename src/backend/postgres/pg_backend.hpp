@@ -2,7 +2,9 @@
 
 #include "backend/backend.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace dlock::backend::postgres {
 
@@ -15,5 +17,11 @@ namespace dlock::backend::postgres {
 // sooner. The fence is txid_current() at acquisition. libpq is loaded with
 // dlopen on first use.
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config);
+
+// The documented advisory-lock key of `key_text` ("NS NAME"): the first 8
+// bytes of its SHA-256, big-endian, as a signed 64-bit number. psql gets
+// the same number from
+//   ('x' || left(encode(sha256(convert_to('NS NAME', 'UTF8')), 'hex'), 16))::bit(64)::bigint
+std::int64_t advisory_key(std::string_view key_text);
 
 } // namespace dlock::backend::postgres

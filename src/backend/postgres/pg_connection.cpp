@@ -191,20 +191,28 @@ Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
   }
 }
 
-Rows PgConnection::query(const std::string &sql, const std::vector<std::string> &params,
-                         SteadyClock::time_point deadline, int interrupt_fd) {
+void PgConnection::send(const std::string &sql, const std::vector<std::string> &params) {
   const Libpq &pq = libpq();
   if (m_broken) throw SessionGone("the session was lost earlier");
-  if (m_unanswered) {
-    collect(deadline, -1); // the answer to the query that timed out, dropped
-    m_unanswered = false;
-  }
+  if (m_unanswered) throw Error(ExitCode::internal, "dlock bug: a second statement sent before an answer");
   std::vector<const char *> values;
   for (const auto &param : params)
     values.push_back(param.c_str());
   if (!pq.sendQueryParams(m_conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0))
     gone("the connection broke");
+  m_unanswered = true;
+}
+
+Rows PgConnection::query(const std::string &sql, const std::vector<std::string> &params,
+                         SteadyClock::time_point deadline, int interrupt_fd) {
+  if (m_broken) throw SessionGone("the session was lost earlier");
+  if (m_unanswered) {
+    m_unanswered = false;  // collect() sets it again if the deadline passes
+    collect(deadline, -1); // a late or unawaited answer, dropped
+  }
+  send(sql, params);
+  m_unanswered = false;
   return collect(deadline, interrupt_fd);
 }
 

@@ -50,6 +50,9 @@ public:
   // `interrupt_fd` cancels the query (PQcancel) and its error is returned.
   Rows query(const std::string &sql, const std::vector<std::string> &params, SteadyClock::time_point deadline,
              int interrupt_fd = -1);
+  // Sends `sql` without waiting for its answer; the next query() reads
+  // (and drops) it first, as it does the late answer of one that timed out.
+  void send(const std::string &sql, const std::vector<std::string> &params);
   int socket() const;
   int server_version() const;
   int backend_pid() const;
