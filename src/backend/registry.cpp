@@ -71,7 +71,11 @@ const std::vector<BackendInfo> &known_backends() {
        true,
        "PostgreSQL: session advisory lock on a key from namespace and name, txid fences (libpq loaded on use)",
        &postgres::create_postgres_backend},
-      {{"etcd", "etcds"}, "etcd", false, "etcd lease + revision", nullptr},
+      {{"etcd", "etcds"},
+       "etcd",
+       false,
+       "etcd: lease + key under NS/NAME/ as etcd's concurrency.Mutex, revision fences (etcdctl lock-compatible)",
+       nullptr},
       {{"test-memory"}, "testmemory", false, "in-process locks; exists to test the module loader", nullptr, true},
   };
   return backends;

@@ -61,10 +61,17 @@ done
 expect 78 "unknown scheme" "$DLOCK_BIN" -b foo://x run x "${job[@]}"
 case $err in *file*) ;; *) fail "the unknown-scheme message does not list the known schemes: $err" ;; esac
 case $err in *redis*) ;; *) fail "the unknown-scheme message does not list redis among the known schemes: $err" ;; esac
-# A backend whose module this build lacks (etcd until it is built in).
-if "$DLOCK_BIN" --version 2>&1 | grep -A1 -E '^ *etcd ' | grep -q 'not available'; then
-  expect 78 "etcd scheme without its module" "$DLOCK_BIN" -b etcd://127.0.0.1:1 run x "${job[@]}"
-fi
+# A backend whose module is not installed: a copy of the binary with no
+# modules beside it (etcd is the module dlock-etcd.so).
+mkdir -p "$tmpdir/bare/bin"
+cp "$DLOCK_BIN" "$tmpdir/bare/bin/dlock"
+expect 78 "etcd scheme without its module" env -u DLOCK_MODULE_PATH "$tmpdir/bare/bin/dlock" -b etcd://127.0.0.1:1 run x "${job[@]}"
+case $err in *dlock-etcd.so*) ;; *) fail "the missing-module message does not name the module: $err" ;; esac
+# etcd URLs: no path, only the TLS options, and a password needs a user.
+expect 78 "etcd URL with a path" "$DLOCK_BIN" -b etcd://127.0.0.1:1/x run x "${job[@]}"
+expect 78 "etcd URL with an unknown option" "$DLOCK_BIN" -b 'etcd://127.0.0.1:1?colour=blue' run x "${job[@]}"
+expect 78 "etcd (not etcds) URL with a CA" "$DLOCK_BIN" -b 'etcd://127.0.0.1:1?cacert=/x' run x "${job[@]}"
+expect 78 "etcd password without a user" env DLOCK_PASSWORD=secret "$DLOCK_BIN" -b etcd://127.0.0.1:1 run x "${job[@]}"
 expect 78 "file: URL with a relative directory" "$DLOCK_BIN" -b file:relative/dir run x "${job[@]}"
 
 # Config files.

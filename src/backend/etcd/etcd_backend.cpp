@@ -1,0 +1,490 @@
+// etcd: the lock recipe of etcd's own concurrency package (Go's
+// concurrency.Mutex, which `etcdctl lock` uses), through the JSON gateway.
+//
+// Lock NAME of namespace NS is the prefix "NS/NAME/". A contender grants a
+// lease of T = --ttl (whole seconds), puts "NS/NAME/<lease id in hex>"
+// under it if absent, and holds the lock when its key has the lowest
+// create revision under the prefix. Otherwise it watches the key with the
+// next lower create revision until it is deleted, and looks again (which
+// also checks that its own key, and so its lease, still exist), keeping
+// its lease alive every T/3 meanwhile. The fence is the key's create
+// revision. Renewal = a lease keep-alive plus a check that the key is
+// still there; release = revoking the lease, which deletes the key.
+#include "backend/etcd/etcd_backend.hpp"
+
+#include "backend/etcd/gateway.hpp"
+#include "backend/registry.hpp"
+#include "core/holder_json.hpp"
+#include "core/log.hpp"
+#include "core/net.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace dlock::backend::etcd {
+
+namespace {
+
+constexpr int k_default_port = 2379;
+
+struct Contender {
+  std::string key;
+  std::int64_t create_revision = 0;
+  std::int64_t lease = 0;
+  std::string value;
+};
+
+// The keys of one lock: the direct children of its prefix ("NS/a/x" and
+// "NS/a/b/x" belong to locks "a" and "a/b"), by create revision.
+std::vector<Contender> contenders_in(const Json &range, const std::string &prefix) {
+  std::vector<Contender> out;
+  for (const auto &kv : range.value("kvs", Json::array())) {
+    Contender c;
+    c.key = base64_decode(kv.value("key", ""));
+    if (c.key.rfind(prefix, 0) != 0 || c.key.find('/', prefix.size()) != std::string::npos) continue;
+    c.create_revision = number_in(kv, "create_revision");
+    c.lease = number_in(kv, "lease");
+    c.value = base64_decode(kv.value("value", ""));
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Contender &a, const Contender &b) { return a.create_revision < b.create_revision; });
+  return out;
+}
+
+// The end of the key range of everything that starts with `prefix`.
+std::string range_end(std::string prefix) {
+  while (!prefix.empty()) {
+    auto &last = reinterpret_cast<unsigned char &>(prefix.back());
+    if (last < 0xff) {
+      ++last;
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0'); // every key
+}
+
+Json range_request(const std::string &prefix, bool keys_only) {
+  Json request = {{"key", base64_encode(prefix)}, {"range_end", base64_encode(range_end(prefix))}};
+  if (keys_only) request["keys_only"] = true;
+  return request;
+}
+
+std::string lease_hex(std::int64_t lease) { return fmt::format("{:x}", static_cast<std::uint64_t>(lease)); }
+
+std::optional<std::int64_t> lease_from_token(const std::string &token) {
+  if (token.empty() || token.size() > 16 || token.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return std::nullopt;
+  return static_cast<std::int64_t>(std::stoull(token, nullptr, 16));
+}
+
+class EtcdBackend : public Backend {
+public:
+  explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(options_for(config)) {}
+
+  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
+
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) override {
+    return take(request, true, deadline, &interrupt);
+  }
+
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
+    RenewResult result;
+    auto id = lease_from_token(lease.token);
+    if (!id) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = "that is not a token of this backend";
+      return result;
+    }
+    const std::string key = key_of(lease.name, *id);
+    auto sent = SteadyClock::now();
+    try {
+      // The key first: deleted by hand, it frees the lock for the next
+      // contender even though its lease lives on. Its lease is the token's
+      // unless a renewal with another ttl moved it to a new one.
+      auto current = lease_of_key(key, answer_by);
+      if (!current) {
+        result.outcome = RenewOutcome::lost;
+        result.reason = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
+        return result;
+      }
+      auto alive = m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(*current)}}, answer_by);
+      if (!alive) return result;
+      std::int64_t granted = number_in(alive->value("result", Json::object()), "TTL");
+      if (granted <= 0) {
+        result.outcome = RenewOutcome::lost;
+        result.reason = "etcd no longer has the lock's lease (it expired or was revoked)";
+        return result;
+      }
+      // etcd cannot change a lease's TTL: another ttl means a new lease,
+      // and the key moves to it (keeping its create revision, the fence).
+      if (granted != ttl_seconds(ttl)) {
+        sent = SteadyClock::now();
+        auto fresh = grant(ttl);
+        Json txn = {
+            {"compare", {{{"key", base64_encode(key)}, {"target", "LEASE"}, {"lease", std::to_string(*current)}}}},
+            {"success",
+             {{{"request_put",
+                {{"key", base64_encode(key)}, {"ignore_value", true}, {"lease", std::to_string(fresh.id)}}}}}}};
+        auto moved = m_gateway.call("/v3/kv/txn", txn, answer_by);
+        if (!moved || !moved->value("succeeded", false)) {
+          revoke_quietly(fresh.id);
+          if (!moved) return result;
+          result.outcome = RenewOutcome::lost;
+          result.reason = "the lock's key changed hands while its lease was being replaced";
+          return result;
+        }
+        revoke_quietly(*current);
+        granted = fresh.ttl.count() / 1000;
+      }
+      result.outcome = RenewOutcome::renewed;
+      result.ttl = Millis(granted * 1000);
+      result.sent_at = sent;
+    } catch (const Error &failure) {
+      if (failure.code() == ExitCode::auth) throw;
+      result.reason = failure.what();
+    }
+    return result;
+  }
+
+  ReleaseOutcome release(const Lease &lease) override {
+    auto id = lease_from_token(lease.token);
+    if (!id) return ReleaseOutcome::not_owner;
+    auto current = lease_of_key(key_of(lease.name, *id), std::nullopt);
+    if (!current) {
+      revoke_quietly(*id); // whatever is left of it
+      return ReleaseOutcome::not_owner;
+    }
+    try {
+      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(*current)}});
+      return ReleaseOutcome::released;
+    } catch (const EtcdError &refused) {
+      if (refused.grpc_code() == k_grpc_not_found) return ReleaseOutcome::not_owner;
+      throw;
+    }
+  }
+
+  std::optional<LockStatus> force_release(const std::string &name) override {
+    auto [status, owner] = inspect(name);
+    if (!owner) return std::nullopt;
+    if (owner->lease != 0) {
+      try {
+        m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(owner->lease)}});
+      } catch (const EtcdError &refused) {
+        if (refused.grpc_code() != k_grpc_not_found) throw;
+      }
+    } else {
+      m_gateway.call("/v3/kv/deleterange", {{"key", base64_encode(owner->key)}});
+    }
+    return status;
+  }
+
+  LockStatus status(const std::string &name) override { return inspect(name).first; }
+
+  std::vector<LockStatus> list(const std::string &prefix) override {
+    std::string head = m_config.lock_namespace + "/";
+    auto answer = m_gateway.call("/v3/kv/range", range_request(head + prefix, true));
+    std::vector<std::string> names;
+    for (const auto &kv : answer->value("kvs", Json::array())) {
+      std::string key = base64_decode(kv.value("key", ""));
+      auto slash = key.rfind('/');
+      if (slash == std::string::npos || slash <= head.size()) continue;
+      std::string last = key.substr(slash + 1);
+      if (!lease_from_token(last)) continue; // not a lock key
+      names.push_back(key.substr(head.size(), slash - head.size()));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<LockStatus> out;
+    for (const auto &name : names)
+      if (auto found = inspect(name).first; found.held) out.push_back(std::move(found));
+    return out;
+  }
+
+  PingResult ping() override {
+    PingResult result;
+    std::size_t serving = 0;
+    const auto &endpoints = m_gateway.endpoints();
+    std::string leader_at;
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+      NodeHealth health;
+      health.address = endpoints[i];
+      auto sent = SteadyClock::now();
+      try {
+        Json status = m_gateway.call_endpoint(i, "/v3/maintenance/status", Json::object());
+        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
+        health.reachable = true;
+        std::uint64_t leader = unsigned_in(status, "leader");
+        std::uint64_t member = unsigned_in(status.value("header", Json::object()), "member_id");
+        health.version = fmt::format("etcd {}, {}", status.value("version", "?"),
+                                     leader == 0        ? "no leader"
+                                     : leader == member ? "leader"
+                                                        : "follower");
+        if (leader == member && leader != 0) leader_at = endpoints[i];
+        if (leader == 0)
+          health.error = "this member has no leader: it cannot serve locks";
+        else
+          ++serving;
+      } catch (const std::exception &failure) {
+        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
+        health.error = failure.what();
+      }
+      result.nodes.push_back(std::move(health));
+    }
+    result.quorum = serving * 2 > endpoints.size();
+    if (!leader_at.empty()) result.detail = "leader: " + leader_at;
+    return result;
+  }
+
+private:
+  static GatewayOptions options_for(const BackendConfig &config) {
+    const Url &url = config.url;
+    GatewayOptions options;
+    bool tls = url.scheme == "etcds";
+    options.label = url.redacted();
+    options.timeout = config.connect_timeout;
+    if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no etcd endpoint in the URL", options.label));
+    if (!url.path.empty() && url.path != "/")
+      throw ConfigError(fmt::format("{}: etcd URLs take no path (the namespace is --namespace)", options.label));
+    for (const auto &[key, value] : url.query) {
+      if (tls && key == "cacert") {
+        options.cacert = value;
+      } else if (tls && key == "cert") {
+        options.cert = value;
+      } else if (tls && key == "key") {
+        options.key = value;
+      } else {
+        throw ConfigError(
+            fmt::format("{}: unknown option '{}' (etcds:// takes cacert, cert and key)", options.label, key));
+      }
+    }
+    if (options.cert.empty() != options.key.empty())
+      throw ConfigError(fmt::format("{}: cert and key go together", options.label));
+    for (const auto &host : url.hosts) {
+      net::Address address = net::parse_address(host, k_default_port);
+      options.endpoints.push_back(fmt::format("{}://{}", tls ? "https" : "http", address.display()));
+    }
+    options.user = url.user;
+    options.password = config.password ? config.password : url.password;
+    if (options.password && !options.user)
+      throw ConfigError(fmt::format("{}: a password needs a user name in the URL (etcd://USER@host)", options.label));
+    return options;
+  }
+
+  std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }
+  std::string key_of(const std::string &name, std::int64_t lease) const { return prefix_of(name) + lease_hex(lease); }
+
+  static long ttl_seconds(Millis ttl) {
+    return std::max<long>(1, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
+  }
+
+  struct Granted {
+    std::int64_t id = 0;
+    Millis ttl{};
+  };
+  // A lease of `ttl` in whole seconds (etcd may grant more: its minimum
+  // depends on the election timeout).
+  Granted grant(Millis ttl) {
+    auto answer = m_gateway.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_seconds(ttl))}});
+    Granted out{number_in(*answer, "ID"), Millis(number_in(*answer, "TTL") * 1000)};
+    if (out.id == 0 || out.ttl.count() <= 0)
+      throw UnavailableError(fmt::format("{}: etcd granted no lease", m_config.url.redacted()));
+    return out;
+  }
+
+  // The lease `key` is attached to, or nullopt if the key does not exist.
+  std::optional<std::int64_t> lease_of_key(const std::string &key, std::optional<SteadyClock::time_point> answer_by) {
+    auto answer = m_gateway.call("/v3/kv/range", {{"key", base64_encode(key)}, {"keys_only", true}}, answer_by);
+    if (!answer) throw UnavailableError("interrupted");
+    const Json &kvs = answer->value("kvs", Json::array());
+    if (kvs.empty()) return std::nullopt;
+    return number_in(kvs.front(), "lease");
+  }
+
+  void revoke_quietly(std::int64_t lease) {
+    try {
+      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+    } catch (const std::exception &failure) {
+      detail(1, "could not revoke lease: {} (it ends by itself)", failure.what());
+    }
+  }
+
+  AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
+                     const Interrupt *interrupt) {
+    const std::string prefix = prefix_of(request.name);
+    Json holder = Json::object();
+    add_holder(holder, request.holder);
+    const std::string value = base64_encode(holder.dump());
+    for (bool again = false;; again = true) {
+      if (again && deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      auto granted_at = SteadyClock::now();
+      auto [lease, ttl] = grant(request.ttl);
+      std::string key = key_of(request.name, lease);
+      Json txn = {
+          {"compare", {{{"key", base64_encode(key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
+          {"success",
+           {{{"request_put", {{"key", base64_encode(key)}, {"value", value}, {"lease", std::to_string(lease)}}}},
+            {{"request_range", range_request(prefix, true)}}}},
+          {"failure", {{{"request_range", range_request(prefix, true)}}}},
+      };
+      std::optional<Json> answer;
+      try {
+        answer = m_gateway.call("/v3/kv/txn", txn);
+      } catch (...) {
+        revoke_quietly(lease);
+        throw;
+      }
+      const Json &responses = answer->value("responses", Json::array());
+      if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", key));
+      auto contenders = contenders_in(responses.back().value("response_range", Json::object()), prefix);
+      auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
+      if (mine == contenders.end()) {
+        revoke_quietly(lease);
+        throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
+      }
+      std::int64_t revision = mine->create_revision;
+      std::int64_t listed_at = number_in(answer->value("header", Json::object()), "revision");
+      if (mine == contenders.begin()) return acquired(request, lease, revision, ttl, granted_at);
+      if (!wait) {
+        revoke_quietly(lease);
+        return {AcquireOutcome::busy, std::nullopt, 0};
+      }
+      auto outcome = wait_turn(request, prefix, key, lease, ttl, granted_at, *std::prev(mine), listed_at, deadline,
+                               *interrupt, revision);
+      if (outcome) return *outcome;
+      // Our key or lease vanished while we waited (dlock was paused for
+      // longer than T, or someone deleted the key): start over.
+      detail(1, "our place in the queue for '{}' was lost while waiting; joining again", request.name);
+    }
+  }
+
+  AcquireResult acquired(const LockRequest &request, std::int64_t lease, std::int64_t revision, Millis ttl,
+                         SteadyClock::time_point confirmed_at) {
+    Lease out;
+    out.name = request.name;
+    out.token = lease_hex(lease);
+    out.fence = static_cast<std::uint64_t>(revision);
+    out.ttl = ttl;
+    out.confirmed_at = confirmed_at;
+    return {AcquireOutcome::acquired, std::move(out), 0};
+  }
+
+  // Waits for our turn; nullopt when our key is gone and we must start over.
+  std::optional<AcquireResult> wait_turn(const LockRequest &request, const std::string &prefix, const std::string &key,
+                                         std::int64_t lease, Millis ttl, SteadyClock::time_point confirmed_at,
+                                         Contender predecessor, std::int64_t listed_at,
+                                         std::optional<SteadyClock::time_point> deadline, const Interrupt &interrupt,
+                                         std::int64_t revision) {
+    struct Revoke {
+      EtcdBackend &self;
+      std::int64_t lease;
+      bool armed = true;
+      ~Revoke() {
+        if (armed) self.revoke_quietly(lease);
+      }
+    } revoke{*this, lease};
+    m_gateway.watch(predecessor.key, listed_at + 1);
+    auto next_keepalive = confirmed_at + ttl / 3;
+    for (;;) {
+      auto until = std::min(next_keepalive, deadline.value_or(SteadyClock::time_point::max()));
+      auto events = m_gateway.wait_watch(until, interrupt.fd());
+      if (interrupt.requested()) {
+        m_gateway.stop_watch();
+        return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
+      }
+      bool look = std::any_of(events.begin(), events.end(), [&](const WatchEvent &e) {
+        return e.mod_revision < 0 || (e.deleted && e.key == predecessor.key);
+      });
+      if (!look) {
+        auto now = SteadyClock::now();
+        if (deadline && now >= *deadline) {
+          m_gateway.stop_watch();
+          return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
+        }
+        if (now >= next_keepalive) {
+          auto sent = SteadyClock::now();
+          try {
+            auto alive =
+                m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}}, std::nullopt, interrupt.fd());
+            if (alive && number_in(alive->value("result", Json::object()), "TTL") <= 0) {
+              m_gateway.stop_watch();
+              return std::nullopt;
+            }
+            if (alive) {
+              confirmed_at = sent;
+              next_keepalive = sent + ttl / 3;
+            }
+          } catch (const UnavailableError &failure) {
+            // etcd is away for now; the lease may outlive it. Try again soon.
+            detail(1, "keep-alive while waiting for '{}' failed: {}", request.name, failure.what());
+            next_keepalive = SteadyClock::now() + std::min<Millis>(ttl / 3, Millis(500));
+          }
+        }
+        continue;
+      }
+      auto listing = m_gateway.call("/v3/kv/range", range_request(prefix, true));
+      auto contenders = contenders_in(*listing, prefix);
+      auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
+      if (mine == contenders.end()) {
+        m_gateway.stop_watch();
+        return std::nullopt;
+      }
+      if (mine == contenders.begin()) {
+        m_gateway.stop_watch();
+        revoke.armed = false;
+        return acquired(request, lease, revision, ttl, confirmed_at);
+      }
+      predecessor = *std::prev(mine);
+      m_gateway.watch(predecessor.key, number_in(listing->value("header", Json::object()), "revision") + 1);
+    }
+  }
+
+  std::pair<LockStatus, std::optional<Contender>> inspect(const std::string &name) {
+    std::string prefix = prefix_of(name);
+    auto answer = m_gateway.call("/v3/kv/range", range_request(prefix, false));
+    auto contenders = contenders_in(*answer, prefix);
+    LockStatus status;
+    status.name = name;
+    if (contenders.empty()) return {status, std::nullopt};
+    const Contender &owner = contenders.front();
+    status.held = true;
+    status.fence = static_cast<std::uint64_t>(owner.create_revision);
+    status.waiters = static_cast<std::int64_t>(contenders.size()) - 1;
+    Json doc = Json::parse(owner.value, nullptr, false);
+    if (doc.is_object()) status.holder = holder_in(doc);
+    if (!status.holder)
+      status.detail = "held by a client that is not dlock (etcdctl lock or a Go concurrency.Mutex: no holder record)";
+    if (owner.lease != 0) {
+      try {
+        auto left = m_gateway.call("/v3/lease/timetolive", {{"ID", std::to_string(owner.lease)}});
+        std::int64_t seconds = number_in(*left, "TTL");
+        if (seconds >= 0) status.time_left = Millis(seconds * 1000);
+      } catch (const EtcdError &) {
+        // The lease ended between the two requests.
+      }
+    }
+    return {status, owner};
+  }
+
+  BackendConfig m_config;
+  Gateway m_gateway;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> create_etcd_backend(const BackendConfig &config) {
+  return std::make_unique<EtcdBackend>(config);
+}
+
+} // namespace dlock::backend::etcd
+
+extern "C" {
+extern const dlock::backend::ModuleEntry dlock_backend_module;
+const dlock::backend::ModuleEntry dlock_backend_module = {dlock::backend::k_module_abi_version, "etcd",
+                                                          &dlock::backend::etcd::create_etcd_backend};
+}

@@ -1,0 +1,431 @@
+#include "backend/etcd/gateway.hpp"
+
+#include "core/log.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <poll.h>
+
+namespace dlock::backend::etcd {
+
+namespace {
+
+constexpr int k_grpc_unavailable = 14;
+constexpr int k_grpc_deadline_exceeded = 4;
+constexpr const char *k_authenticate = "/v3/auth/authenticate";
+
+size_t append(char *data, size_t size, size_t count, void *out) {
+  static_cast<std::string *>(out)->append(data, size * count);
+  return size * count;
+}
+
+long millis_left(SteadyClock::time_point until) {
+  auto left = std::chrono::ceil<Millis>(until - SteadyClock::now()).count();
+  return std::max<long>(1, static_cast<long>(left));
+}
+
+bool readable(int fd) {
+  if (fd < 0) return false;
+  pollfd item{fd, POLLIN, 0};
+  return ::poll(&item, 1, 0) > 0 && (item.revents & POLLIN);
+}
+
+// etcd's refusals that mean "these credentials may not do this".
+bool is_auth_refusal(int code, const std::string &message) {
+  return code == k_grpc_unauthenticated || code == k_grpc_permission_denied ||
+         message.find("authentication failed") != std::string::npos ||
+         message.find("user name is empty") != std::string::npos ||
+         message.find("permission denied") != std::string::npos;
+}
+
+void curl_global() {
+  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
+  if (!done) throw Error(ExitCode::internal, "libcurl failed to initialise");
+}
+
+} // namespace
+
+struct Gateway::Transfer {
+  CURL *easy = nullptr;
+  curl_slist *headers = nullptr;
+  std::string response;
+  char error[CURL_ERROR_SIZE] = {};
+  bool added = false;
+  bool done = false;
+  CURLcode result = CURLE_OK;
+  std::size_t endpoint = 0;
+
+  Transfer() {
+    easy = curl_easy_init();
+    if (!easy) throw Error(ExitCode::internal, "libcurl could not make a handle");
+  }
+  ~Transfer() {
+    curl_easy_cleanup(easy);
+    curl_slist_free_all(headers);
+  }
+};
+
+Gateway::Gateway(GatewayOptions options) : m_options(std::move(options)) {
+  curl_global();
+  m_multi = curl_multi_init();
+  if (!m_multi) throw Error(ExitCode::internal, "libcurl could not make a multi handle");
+}
+
+Gateway::~Gateway() {
+  for (auto *transfer : {m_request.get(), m_watch.get()})
+    if (transfer && transfer->added) curl_multi_remove_handle(static_cast<CURLM *>(m_multi), transfer->easy);
+  m_request.reset();
+  m_watch.reset();
+  curl_multi_cleanup(static_cast<CURLM *>(m_multi));
+}
+
+template <typename Done> bool Gateway::drive(Done done, SteadyClock::time_point until, int interrupt_fd) {
+  auto *multi = static_cast<CURLM *>(m_multi);
+  for (;;) {
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int queued = 0;
+    while (CURLMsg *message = curl_multi_info_read(multi, &queued)) {
+      if (message->msg != CURLMSG_DONE) continue;
+      for (auto *transfer : {m_request.get(), m_watch.get()}) {
+        if (transfer && transfer->easy == message->easy_handle) {
+          transfer->done = true;
+          transfer->result = message->data.result;
+        }
+      }
+    }
+    if (done()) return true;
+    if (SteadyClock::now() >= until || readable(interrupt_fd)) return false;
+    curl_waitfd extra{interrupt_fd, CURL_WAIT_POLLIN, 0};
+    int ready = 0;
+    curl_multi_poll(multi, interrupt_fd >= 0 ? &extra : nullptr, interrupt_fd >= 0 ? 1 : 0,
+                    static_cast<int>(std::min<long>(millis_left(until), 600'000)), &ready);
+  }
+}
+
+void Gateway::configure(Transfer &transfer, std::size_t endpoint, const std::string &path, const Json &body,
+                        std::optional<SteadyClock::time_point> deadline) {
+  transfer.done = false;
+  transfer.response.clear();
+  transfer.error[0] = '\0';
+  transfer.endpoint = endpoint;
+  CURL *easy = transfer.easy;
+  std::string url = m_options.endpoints[endpoint] + path;
+  std::string payload = body.dump();
+  curl_slist_free_all(transfer.headers);
+  transfer.headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  transfer.headers = curl_slist_append(transfer.headers, "Expect:");
+  if (auto token = m_tokens.find(endpoint); token != m_tokens.end() && path != k_authenticate)
+    transfer.headers = curl_slist_append(transfer.headers, ("Authorization: " + token->second).c_str());
+  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer.headers);
+  curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, payload.c_str());
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &append);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &transfer.response);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, transfer.error);
+  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+  if (deadline) {
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, millis_left(*deadline));
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, millis_left(*deadline));
+  } else {
+    // A stream (a watch) that has gone quiet is fine; a dead connection is
+    // found by TCP keepalive, and by the lease keep-alives beside it.
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 0L);
+    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_options.timeout.count()));
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+  }
+  if (!m_options.cacert.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, m_options.cacert.c_str());
+  if (!m_options.cert.empty()) curl_easy_setopt(easy, CURLOPT_SSLCERT, m_options.cert.c_str());
+  if (!m_options.key.empty()) curl_easy_setopt(easy, CURLOPT_SSLKEY, m_options.key.c_str());
+  curl_multi_add_handle(static_cast<CURLM *>(m_multi), easy);
+  transfer.added = true;
+}
+
+Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path, const Json &body,
+                                  SteadyClock::time_point deadline, int interrupt_fd) {
+  auto *multi = static_cast<CURLM *>(m_multi);
+  if (!m_request) m_request = std::make_unique<Transfer>();
+  Transfer &request = *m_request;
+  if (request.added) curl_multi_remove_handle(multi, request.easy);
+  configure(request, endpoint, path, body, deadline);
+  bool finished = drive([&] { return request.done; }, deadline, interrupt_fd);
+  curl_multi_remove_handle(multi, request.easy);
+  request.added = false;
+  const std::string &where = m_options.endpoints[endpoint];
+  Attempt out;
+  if (!finished) {
+    out.interrupted = readable(interrupt_fd);
+    out.failure = fmt::format("{}: no answer within {}", where, format_duration(m_options.timeout));
+    return out;
+  }
+  if (request.result != CURLE_OK) {
+    const char *reason = request.error[0] ? request.error : curl_easy_strerror(request.result);
+    if (request.result == CURLE_SSL_CERTPROBLEM || request.result == CURLE_SSL_CACERT_BADFILE)
+      throw ConfigError(fmt::format("{}: unusable TLS files: {}", m_options.label, reason));
+    out.failure = fmt::format("{}: {}", where, reason);
+    return out;
+  }
+  long status = 0;
+  curl_easy_getinfo(request.easy, CURLINFO_RESPONSE_CODE, &status);
+  Json answer = Json::parse(request.response, nullptr, false);
+  out.answered = true;
+  if (status == 200 && answer.is_object()) {
+    out.answer = std::move(answer);
+    return out;
+  }
+  out.code = answer.is_object() ? answer.value("code", 0) : 0;
+  out.message = answer.is_object() ? answer.value("message", answer.value("error", std::string()))
+                                   : fmt::format("HTTP status {}", status);
+  out.message = fmt::format("{}: {}", where, out.message);
+  // etcd cannot serve this now (no leader, stopping, timed out inside):
+  // another member may.
+  if (out.code == k_grpc_unavailable || out.code == k_grpc_deadline_exceeded || (status >= 500 && out.code == 0)) {
+    out.answered = false;
+    out.failure = out.message;
+  }
+  return out;
+}
+
+std::optional<Json> Gateway::call(const std::string &path, const Json &body,
+                                  std::optional<SteadyClock::time_point> answer_by, int interrupt_fd) {
+  std::vector<std::string> failures;
+  std::size_t count = m_options.endpoints.size();
+  for (std::size_t tried = 0; tried < count; ++tried) {
+    std::size_t endpoint = (m_current + tried) % count;
+    auto deadline = SteadyClock::now() + m_options.timeout;
+    if (answer_by) deadline = std::min(deadline, *answer_by);
+    if (SteadyClock::now() >= deadline) break;
+    // Tokens belong to the member that issued them (etcd's "simple"
+    // tokens), and they expire: one per endpoint, renewed once if refused.
+    Attempt result;
+    for (int round = 0; round < 2; ++round) {
+      if (m_options.user && !m_tokens.count(endpoint)) {
+        Attempt login = authenticate(endpoint, deadline, interrupt_fd);
+        if (!login.answered) {
+          result = std::move(login);
+          break;
+        }
+      }
+      result = attempt(endpoint, path, body, deadline, interrupt_fd);
+      if (!(result.code == k_grpc_unauthenticated && result.message.find("invalid auth token") != std::string::npos &&
+            m_options.user))
+        break;
+      m_tokens.erase(endpoint);
+    }
+    if (result.interrupted) return std::nullopt;
+    if (!result.answered) {
+      failures.push_back(result.failure);
+      continue;
+    }
+    if (result.answer.is_object()) {
+      m_current = endpoint;
+      return std::move(result.answer);
+    }
+    if (is_auth_refusal(result.code, result.message)) throw EtcdError(ExitCode::auth, result.code, result.message);
+    throw EtcdError(ExitCode::unavailable, result.code, result.message);
+  }
+  if (failures.empty()) failures.push_back("no time left to ask");
+  throw UnavailableError(fmt::format("{}: etcd did not answer: {}", m_options.label, fmt::join(failures, "; ")));
+}
+
+Json Gateway::call_endpoint(std::size_t endpoint, const std::string &path, const Json &body) {
+  GatewayOptions one = m_options;
+  one.endpoints = {m_options.endpoints.at(endpoint)};
+  Gateway single(std::move(one));
+  if (auto token = m_tokens.find(endpoint); token != m_tokens.end()) single.m_tokens[0] = token->second;
+  return *single.call(path, body);
+}
+
+Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd) {
+  Json request = {{"name", *m_options.user}, {"password", m_options.password.value_or("")}};
+  Attempt login = attempt(endpoint, k_authenticate, request, deadline, interrupt_fd);
+  if (!login.answered) return login;
+  if (!login.answer.is_object())
+    throw EtcdError(
+        ExitCode::auth, login.code,
+        fmt::format("{}: authentication as '{}' refused: {}", m_options.label, *m_options.user, login.message));
+  std::string token = login.answer.value("token", "");
+  if (token.empty())
+    throw Error(ExitCode::auth, fmt::format("{}: etcd gave no token for user '{}' (is authentication enabled?)",
+                                            m_options.label, *m_options.user));
+  m_tokens[endpoint] = token;
+  return login;
+}
+
+void Gateway::watch(const std::string &key, std::int64_t start_revision) {
+  stop_watch();
+  m_watch_create = {
+      {"create_request", {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
+  m_watch_next_revision = start_revision;
+  m_watch_failures = 0;
+  start_watch_stream();
+}
+
+void Gateway::stop_watch() {
+  if (m_watch && m_watch->added) curl_multi_remove_handle(static_cast<CURLM *>(m_multi), m_watch->easy);
+  m_watch.reset();
+}
+
+void Gateway::start_watch_stream() {
+  auto *multi = static_cast<CURLM *>(m_multi);
+  if (m_watch && m_watch->added) curl_multi_remove_handle(multi, m_watch->easy);
+  m_watch = std::make_unique<Transfer>();
+  std::size_t endpoint = (m_current + m_watch_failures) % m_options.endpoints.size();
+  m_watch_create["create_request"]["start_revision"] = std::to_string(m_watch_next_revision);
+  if (m_options.user && !m_tokens.count(endpoint)) {
+    try {
+      authenticate(endpoint, SteadyClock::now() + m_options.timeout, -1);
+    } catch (const Error &failure) {
+      if (failure.code() == ExitCode::auth) throw;
+    }
+  }
+  configure(*m_watch, endpoint, "/v3/watch", m_watch_create, std::nullopt);
+}
+
+void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
+  std::string &buffer = m_watch->response;
+  std::size_t start = 0;
+  for (std::size_t end; (end = buffer.find('\n', start)) != std::string::npos; start = end + 1) {
+    Json line = Json::parse(buffer.substr(start, end - start), nullptr, false);
+    if (!line.is_object()) continue;
+    if (line.contains("error")) {
+      // A stream-level error (leader lost, member stopping): open again.
+      std::string error = line["error"].dump();
+      detail(2, "etcd watch: {}", error);
+      if (error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch->endpoint);
+      m_watch->done = true;
+      continue;
+    }
+    const Json &result = line.value("result", Json::object());
+    if (result.value("canceled", false)) {
+      if (number_in(result, "compact_revision") > 0) {
+        // The history we asked for is gone: the caller must look again.
+        WatchEvent reset;
+        reset.mod_revision = -1;
+        events.push_back(reset);
+        m_watch_next_revision = number_in(result, "compact_revision");
+      }
+      m_watch->done = true;
+      continue;
+    }
+    for (const auto &event : result.value("events", Json::array())) {
+      WatchEvent out;
+      out.deleted = event.value("type", "") == "DELETE";
+      const Json &kv = event.value("kv", Json::object());
+      out.key = base64_decode(kv.value("key", ""));
+      out.mod_revision = number_in(kv, "mod_revision");
+      m_watch_next_revision = std::max(m_watch_next_revision, out.mod_revision + 1);
+      events.push_back(std::move(out));
+    }
+  }
+  buffer.erase(0, start);
+}
+
+std::vector<WatchEvent> Gateway::wait_watch(SteadyClock::time_point until, int interrupt_fd) {
+  std::vector<WatchEvent> events;
+  if (!m_watch) return events;
+  auto next_open = SteadyClock::time_point::min();
+  for (;;) {
+    take_watch_lines(events);
+    if (!events.empty()) return events;
+    if (m_watch->done) {
+      // The stream ended (member down or stopping): open it again from
+      // the next revision, on the next endpoint, at most every 100ms.
+      long status = 0;
+      curl_easy_getinfo(m_watch->easy, CURLINFO_RESPONSE_CODE, &status);
+      if (status == 401) m_tokens.erase(m_watch->endpoint);
+      if (m_watch->result != CURLE_OK || status != 200) ++m_watch_failures;
+      if (SteadyClock::now() < next_open) {
+        drive([] { return false; }, std::min(until, next_open), interrupt_fd);
+      } else {
+        next_open = SteadyClock::now() + Millis(100);
+        start_watch_stream();
+      }
+    } else {
+      drive([&] { return m_watch->done || m_watch->response.find('\n') != std::string::npos; }, until, interrupt_fd);
+    }
+    if (SteadyClock::now() >= until || readable(interrupt_fd)) {
+      take_watch_lines(events);
+      return events;
+    }
+  }
+}
+
+std::string base64_encode(const std::string &bytes) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16 | static_cast<unsigned char>(bytes[i + 1]) << 8 |
+                 static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift : {18, 12, 6, 0})
+      out += alphabet[(v >> shift) & 63];
+  }
+  if (std::size_t rest = bytes.size() - i) {
+    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
+    if (rest == 2) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += rest == 2 ? alphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string &text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    int v = value(c);
+    if (v < 0) continue; // padding
+    bits = bits << 6 | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::int64_t number_in(const Json &object, const char *field) {
+  auto found = object.find(field);
+  if (found == object.end()) return 0;
+  if (found->is_number_integer()) return found->get<std::int64_t>();
+  if (found->is_string()) {
+    try {
+      return std::stoll(found->get<std::string>());
+    } catch (const std::exception &) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+std::uint64_t unsigned_in(const Json &object, const char *field) {
+  auto found = object.find(field);
+  if (found == object.end()) return 0;
+  if (found->is_number_unsigned()) return found->get<std::uint64_t>();
+  if (found->is_string()) {
+    try {
+      return std::stoull(found->get<std::string>());
+    } catch (const std::exception &) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+} // namespace dlock::backend::etcd
