@@ -155,32 +155,20 @@ public:
   ReleaseOutcome release(const Lease &lease) override {
     auto id = lease_from_token(lease.token);
     if (!id) return ReleaseOutcome::not_owner;
+    // The token's lease, in one round trip; only if etcd no longer has it
+    // may the key have moved to another lease (renew with another ttl).
+    if (revoke(*id)) return ReleaseOutcome::released;
     auto current = lease_of_key(key_of(lease.name, *id), std::nullopt);
-    if (!current) {
-      revoke_quietly(*id); // whatever is left of it
-      return ReleaseOutcome::not_owner;
-    }
-    try {
-      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(*current)}});
-      return ReleaseOutcome::released;
-    } catch (const EtcdError &refused) {
-      if (refused.grpc_code() == k_grpc_not_found) return ReleaseOutcome::not_owner;
-      throw;
-    }
+    if (!current || *current == *id) return ReleaseOutcome::not_owner;
+    return revoke(*current) ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
     auto [status, owner] = inspect(name);
     if (!owner) return std::nullopt;
-    if (owner->lease != 0) {
-      try {
-        m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(owner->lease)}});
-      } catch (const EtcdError &refused) {
-        if (refused.grpc_code() != k_grpc_not_found) throw;
-      }
-    } else {
+    // A key whose lease is already gone, or that has none, is deleted.
+    if (owner->lease == 0 || !revoke(owner->lease))
       m_gateway.call("/v3/kv/deleterange", {{"key", base64_encode(owner->key)}});
-    }
     return status;
   }
 
@@ -304,6 +292,17 @@ private:
     const Json &kvs = answer->value("kvs", Json::array());
     if (kvs.empty()) return std::nullopt;
     return number_in(kvs.front(), "lease");
+  }
+
+  // Revokes `lease` (deleting its key); false if etcd has no such lease.
+  bool revoke(std::int64_t lease) {
+    try {
+      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+      return true;
+    } catch (const EtcdError &refused) {
+      if (refused.grpc_code() == k_grpc_not_found) return false;
+      throw;
+    }
   }
 
   void revoke_quietly(std::int64_t lease) {
