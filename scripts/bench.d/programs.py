@@ -14,7 +14,7 @@ def find_tools(args, sections):
     tools = {"dlock": args.dlock, "flock": args.flock}
     needed_for = {}
     for what, path, users in (("redis-server", args.redis_server, ("redis", "redlock")),
-                              ("etcd", args.etcd, ("redis",)), ("etcdctl", args.etcdctl, ("redis",)),
+                              ("etcd", args.etcd, ("redis", "etcd")), ("etcdctl", args.etcdctl, ("redis", "etcd")),
                               ("redis-cli", shutil.which("redis-cli"), ("redis",)),
                               ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",)),
                               ("java", args.java, ("zk",)), ("kazoo-python", args.kazoo_python, ("zk",)),
@@ -39,7 +39,7 @@ def find_tools(args, sections):
         if problem:
             return tools, f"{problem} (needed for pg; --only file needs no servers)"
     for backend, users in (("redis", ("redis", "redlock")), ("redlock", ("redlock",)), ("zk", ("zk",)),
-                           ("postgres", ("pg",))):
+                           ("postgres", ("pg",)), ("etcd", ("etcd",))):
         if any(section in sections for section in users) and not backend_available(tools["dlock"], backend):
             return tools, f"{tools['dlock']} has no {backend} backend (`dlock version` does not list it as available)"
     if not os.path.exists("/proc/locks"):

@@ -24,6 +24,8 @@ BUDGET_ZK_HANDOVER_RATIO = 1.3
 BUDGET_PG_RUN_VS_FLOCK = 3.0
 BUDGET_PG_RUN_VS_PSYCOPG2 = 0.3
 BUDGET_PG_HANDOVER_RATIO = 1.3
+BUDGET_ETCD_RUN_VS_ETCDCTL = 0.5
+BUDGET_ETCD_HANDOVER_RATIO = 1.3
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
@@ -36,6 +38,7 @@ ZK = "dlock-zk"
 KAZOO = "kazoo-py"
 PG = "dlock-pg"
 PSYCOPG2 = "psycopg2-py"
+ETCD = "dlock-etcd"
 
 
 # Cells that are command lines, set in code in Markdown.
@@ -243,3 +246,12 @@ def zk_table(m):
 def pg_table(m):
     return client_table(m, PG, "pg", PSYCOPG2, "psycopg2 advisory lock, python3",
                         (BUDGET_PG_RUN_VS_FLOCK, BUDGET_PG_RUN_VS_PSYCOPG2, BUDGET_PG_HANDOVER_RATIO))
+
+
+def etcd_table(m):
+    # Against flock for scale only (no budget); etcdctl's peak RSS too, as
+    # etcdctl is what dlock on etcd replaces.
+    t = client_table(m, ETCD, "etcd", ETCDCTL, "etcdctl lock x true",
+                     (None, BUDGET_ETCD_RUN_VS_ETCDCTL, BUDGET_ETCD_HANDOVER_RATIO))
+    t.rows.append(["peak RSS", mib(m["rss"][ETCD]), "etcdctl", mib(m["rss"][ETCDCTL]), "-", "-", "-"])
+    return t

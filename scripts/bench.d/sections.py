@@ -5,16 +5,19 @@ of scripts/bench, whose spawn, wait, time_once and wait_for_waiter it uses."""
 
 import os
 import subprocess
+import time
 
 import postgres
 import servers
-from processes import BenchError, Deadline
-from report import KAZOO, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of, tool_version
+from processes import BenchError, Deadline, Timeout
+from report import ETCD, ETCDCTL, KAZOO, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of, tool_version
 
 TRIAL_TIMEOUT_S = 10.0
 LOCK_NAME = "x"
 ZK_LOCK_PATH = f"/dlock/{LOCK_NAME}"  # the default namespace "dlock" (DLOCK_* env and the config file are scrubbed)
 REDLOCK_NODES = 5
+ETCD_LOCK_PREFIX = f"dlock/{LOCK_NAME}/"  # dlock's keys for x in the namespace dlock, as etcd's concurrency.Mutex
+ETCDCTL_LOCK_PREFIX = f"{LOCK_NAME}/"  # `etcdctl lock x`'s
 
 
 class ServerSections:
@@ -25,7 +28,7 @@ class ServerSections:
             self.redis = servers.RedisServer(self.spawn, self.poll_exit, redis_binary, self.tmp, log_fd).start()
             self.resps[REDIS] = [servers.Resp(self.redis.port)]
             if "redis" in self.sections:
-                self.etcd = servers.EtcdServer(self.spawn, self.poll_exit, self.tools["etcd"], self.tmp, log_fd).start()
+                self.start_etcd()
             if "redlock" in self.sections:
                 nodes = servers.start_redis_nodes(REDLOCK_NODES, self.spawn, self.poll_exit, redis_binary, self.tmp, log_fd)
                 self.resps[REDLOCK] = [servers.Resp(node.port) for node in nodes]
@@ -34,6 +37,18 @@ class ServerSections:
             raise BenchError(f"cannot start the bench's servers: {e}{self.server_log_tail()}") from e
         self.backends[REDIS] = self.redis.url
         servers.write_redis_cli_lock(self.redis_cli_lock, self.redis.port, LOCK_NAME)
+
+    def start_etcd(self):
+        # One etcd serves both sections that use it: etcdctl's lock in the
+        # redis section, dlock and etcdctl in the etcd section.
+        if self.etcd:
+            return
+        try:
+            self.etcd = servers.EtcdServer(self.spawn, self.poll_exit, self.tools["etcd"], self.tmp,
+                                           self.server_log_fd).start()
+        except (servers.ServerError, OSError) as e:
+            raise BenchError(f"cannot start the bench's etcd: {e}{self.server_log_tail()}") from e
+        self.backends[ETCD] = self.etcd.url
 
     def start_zookeeper(self):
         try:
@@ -76,6 +91,13 @@ class ServerSections:
         return (f"{version} standalone ({java}, tickTime {tick} ms, forceSync={servers.zookeeper_server.FORCE_SYNC}: "
                 f"txn log fsynced on {filesystem_of(self.zk.data_dir)}), kazoo {kazoo}")
 
+    def etcd_description(self):
+        # Every write (the lease grant, the lock's put, the revoke) waits for
+        # an fsync of the WAL on this filesystem.
+        etcdctl = tool_version([self.tools["etcdctl"], "version"], "etcdctl")
+        return (f"{self.etcd.version()} single member (default heartbeat 100 ms and election timeout 1000 ms, "
+                f"WAL fsynced on {filesystem_of(self.etcd.data_dir)}), {etcdctl}")
+
     def pg_description(self):
         # The commit of dlock's fence waits for a flush of the WAL, on this filesystem.
         s = self.pg.settings("server_version", "fsync", "synchronous_commit", "wal_sync_method")
@@ -117,6 +139,36 @@ class ServerSections:
             left = [path for path in servers.zk_ephemeral_owners(self.zk.port) if path.startswith(ZK_LOCK_PATH + "/")]
             if left:
                 raise BenchError(f"{' '.join(self.run_argv(who))} left its lock node behind: {', '.join(left)}")
+
+    def verify_etcd_used(self):
+        # Each must write to the bench's etcd (its revision moves on) and
+        # leave no key behind: dlock's are under NS/NAME/ (NS "dlock"),
+        # etcdctl's lock x under x/, so the two never contend.
+        for who, prefix in ((ETCD, ETCD_LOCK_PREFIX), (ETCDCTL, ETCDCTL_LOCK_PREFIX)):
+            before = self.etcd.keys_under(prefix)[1]
+            with Deadline(TRIAL_TIMEOUT_S):
+                self.time_once(self.run_argv(who))
+            left, after = self.etcd.keys_under(prefix)
+            if after <= before:
+                raise BenchError(f"{' '.join(self.run_argv(who))} wrote nothing to the bench's etcd: did it use it?")
+            if left:
+                raise BenchError(f"{' '.join(self.run_argv(who))} left {left} key(s) under {prefix} behind")
+        self.etcd_idle_watchers = self.etcd.watchers()
+
+    def etcd_wait_idle(self):
+        # The last waiter's watch ends with its gateway stream, a little
+        # after the waiter exits; it must be gone before the next waiter's
+        # watch is counted.
+        end = time.monotonic() + TRIAL_TIMEOUT_S
+        while self.etcd.watchers() > self.etcd_idle_watchers:
+            if time.monotonic() > end:
+                raise Timeout("a watch on the bench's etcd outlived its waiter")
+            time.sleep(0.002)
+
+    def etcd_waiter_watches(self):
+        # The waiter's last step before it waits: its key is in the queue
+        # (two keys under the prefix), then it watches its predecessor's.
+        return self.etcd.keys_under(ETCD_LOCK_PREFIX)[0] >= 2 and self.etcd.watchers() > self.etcd_idle_watchers
 
     def verify_pg_used(self):
         # Both must take the documented key on the bench's server: while the

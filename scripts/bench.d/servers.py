@@ -9,6 +9,8 @@ errors. When util-linux setpriv(1) is there they also get PR_SET_PDEATHSIG, so
 not even a SIGKILLed bench leaves one running.
 """
 
+import base64
+import http.client
 import json
 import os
 import re
@@ -182,7 +184,12 @@ def redlock_url(nodes):
 
 
 class EtcdServer(Server):
+    """A single-member etcd with etcd's defaults (heartbeat 100 ms, election
+    timeout 1 s, and no --unsafe-no-fsync: every write waits for an fsync of
+    its write-ahead log in the bench's temp dir, as on a production member)."""
+
     name = "etcd"
+    conn = None  # the bench's own kept-alive connection to the client port
 
     def pick_ports(self):
         self.client_port = free_port()
@@ -211,6 +218,65 @@ class EtcdServer(Server):
     @property
     def endpoint(self):
         return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def url(self):
+        return f"etcd://127.0.0.1:{self.client_port}"
+
+    @property
+    def data_dir(self):
+        return os.path.join(self.tmp, f"etcd-{self.client_port}")
+
+    def request(self, method, path, body=None):
+        """One request on a kept-alive connection (the bench polls while a
+        waiter starts: no connection set up per poll); the answer's body."""
+        for attempt in (1, 2):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.client_port, timeout=2.0)
+            try:
+                self.conn.request(method, path, body=None if body is None else json.dumps(body),
+                                  headers={"Content-Type": "application/json"})
+                answer = self.conn.getresponse()
+                data = answer.read()
+            except (OSError, http.client.HTTPException) as e:
+                # A kept-alive connection the server closed: once more on a
+                # new one (the bench only reads, so asking again is safe).
+                self.close()
+                if attempt == 2:
+                    raise ServerError(f"etcd did not answer {path}: {e}") from e
+                continue
+            if answer.status != 200:
+                raise ServerError(f"etcd answered {path} with HTTP {answer.status}: {data[:200]!r}")
+            return data
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def keys_under(self, prefix):
+        """(how many keys start with prefix, the store's revision), from the
+        v3 JSON gateway (keys in base64, 64-bit numbers as strings)."""
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        b64 = lambda text: base64.b64encode(text.encode()).decode()
+        answer = json.loads(self.request("POST", "/v3/kv/range",
+                                         {"key": b64(prefix), "range_end": b64(end), "count_only": True}))
+        return int(answer.get("count", 0)), int(answer["header"]["revision"])
+
+    def watchers(self):
+        """Watchers the server has (the etcd_debugging_mvcc_watcher_total
+        gauge of /metrics), whatever client made them."""
+        for line in self.request("GET", "/metrics").decode(errors="replace").splitlines():
+            if line.startswith("etcd_debugging_mvcc_watcher_total "):
+                return int(float(line.split()[1]))
+        raise ServerError("etcd's /metrics has no etcd_debugging_mvcc_watcher_total")
+
+    def version(self):
+        """"etcd X.Y.Z", from /version."""
+        try:
+            return "etcd " + json.loads(self.request("GET", "/version")).get("etcdserver", "(unknown version)")
+        except (ValueError, ServerError):
+            return "etcd (unknown version)"
 
 
 def four_letter_word(port, word, timeout=2.0):
