@@ -123,7 +123,10 @@ public:
       }
       // etcd cannot change a lease's TTL: another ttl means a new lease,
       // and the key moves to it (keeping its create revision, the fence).
-      if (granted != ttl_seconds(ttl)) {
+      // etcd raises a TTL below its minimum: a lease granted here for the
+      // same ttl is what etcd gives for it, and stays.
+      auto asked = m_asked.find(*current);
+      if (granted != ttl_seconds(ttl) && !(asked != m_asked.end() && asked->second == ttl_seconds(ttl))) {
         sent = SteadyClock::now();
         auto fresh = grant(ttl);
         Json txn = {
@@ -184,7 +187,9 @@ public:
       if (slash == std::string::npos || slash <= head.size()) continue;
       std::string last = key.substr(slash + 1);
       if (!lease_from_token(last)) continue; // not a lock key
-      names.push_back(key.substr(head.size(), slash - head.size()));
+      std::string name = key.substr(head.size(), slash - head.size());
+      // "NS/app/<lease>" lies in the range of prefix "app/" too.
+      if (name.rfind(prefix, 0) == 0) names.push_back(std::move(name));
     }
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -218,7 +223,8 @@ public:
           health.error = "this member has no leader: it cannot serve locks";
         else
           ++serving;
-      } catch (const std::exception &failure) {
+      } catch (const Error &failure) {
+        if (failure.code() == ExitCode::auth) throw; // the same credentials everywhere: 77, not "unreachable"
         health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
         health.error = failure.what();
       }
@@ -282,6 +288,7 @@ private:
     Granted out{number_in(*answer, "ID"), Millis(number_in(*answer, "TTL") * 1000)};
     if (out.id == 0 || out.ttl.count() <= 0)
       throw UnavailableError(fmt::format("{}: etcd granted no lease", m_config.url.redacted()));
+    m_asked[out.id] = ttl_seconds(ttl);
     return out;
   }
 
@@ -472,6 +479,7 @@ private:
 
   BackendConfig m_config;
   Gateway m_gateway;
+  std::map<std::int64_t, long> m_asked; // lease granted here -> the TTL asked for (s)
 };
 
 } // namespace

@@ -117,6 +117,9 @@ void Gateway::configure(Transfer &transfer, std::size_t endpoint, const std::str
   curl_slist_free_all(transfer.headers);
   transfer.headers = curl_slist_append(nullptr, "Content-Type: application/json");
   transfer.headers = curl_slist_append(transfer.headers, "Expect:");
+  // A stream (watch) on a member cut off from its leader must end, not
+  // stay open and silent.
+  if (!deadline) transfer.headers = curl_slist_append(transfer.headers, "Grpc-Metadata-hasleader: true");
   if (auto token = m_tokens.find(endpoint); token != m_tokens.end() && path != k_authenticate)
     transfer.headers = curl_slist_append(transfer.headers, ("Authorization: " + token->second).c_str());
   curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
@@ -198,8 +201,8 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
     auto deadline = SteadyClock::now() + m_options.timeout;
     if (answer_by) deadline = std::min(deadline, *answer_by);
     if (SteadyClock::now() >= deadline) break;
-    // Tokens belong to the member that issued them (etcd's "simple"
-    // tokens), and they expire: one per endpoint, renewed once if refused.
+    // One login per endpoint (nothing promises that a member honours
+    // another's simple token), renewed once when etcd says it expired.
     Attempt result;
     for (int round = 0; round < 2; ++round) {
       if (m_options.user && !m_tokens.count(endpoint)) {
@@ -224,7 +227,14 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
       m_current = endpoint;
       return std::move(result.answer);
     }
-    if (is_auth_refusal(result.code, result.message)) throw EtcdError(ExitCode::auth, result.code, result.message);
+    if (is_auth_refusal(result.code, result.message)) {
+      if (!m_options.user && result.message.find("user name is empty") != std::string::npos)
+        throw EtcdError(ExitCode::auth, result.code,
+                        fmt::format("{}: etcd requires authentication: give a user in the URL (etcd://USER@host) and "
+                                    "its password in DLOCK_PASSWORD or --password-file",
+                                    m_options.label));
+      throw EtcdError(ExitCode::auth, result.code, fmt::format("{}: {}", m_options.label, result.message));
+    }
     throw EtcdError(ExitCode::unavailable, result.code, result.message);
   }
   if (failures.empty()) failures.push_back("no time left to ask");

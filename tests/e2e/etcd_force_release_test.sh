@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `dlock release --force NAME` revokes the lease of whoever holds an etcd
+# lock and says who that was. etcd sends the holder no news (no event_fd):
+# the `dlock run --ttl 3s` holding it notices at its next keep-alive, at
+# most T/3 later, stops its job at once and exits 76 with one line naming
+# the cause. A waiter is handed the lock by its watch right after the
+# revoke; the next holders' fences are greater.
+SCENARIO="etcd: release --force stops the holder at its next renewal"
+. "$(dirname "$0")/lib.sh"
+use_etcd
+
+name=forced
+ttl_ms=3000
+start_job "$name" --ttl 3s
+fence=$("${DL[@]}" status "$name" --json | json 'd["fence"]')
+[[ $fence =~ ^[0-9]+$ ]] || fail "status shows no fence for the job's lock"
+# Let the heartbeat run, so that the revoke falls anywhere in its period.
+etcd_wait_renewed
+
+# A waiter, queued behind the job, writes the moment it got the lock.
+"${DL[@]}" run "$name" --wait 20s --ttl 20s -- sh -c 'date +%s%3N >"$1.tmp"; mv "$1.tmp" "$1"; echo "$DLOCK_FENCE" >"$1.fence"' \
+  sh "$tmpdir/got" </dev/null >/dev/null 2>"$tmpdir/waiter.err" &
+waiter=$!
+track "$waiter"
+wait_until has_waiter "$name" || fail "the waiter never queued; stderr: $(cat "$tmpdir/waiter.err")"
+
+forced=$(now_ms)
+capture "${DL[@]}" release "$name" --force
+[ "$rc" = 0 ] || fail "release --force exited $rc; stdout: $out; stderr: $err"
+case $out$err in *"$JOB_DLOCK_PID"*) ;; *) fail "release --force does not say who held the lock (pid $JOB_DLOCK_PID): $out $err" ;; esac
+
+# The waiter gets the lock at once (the revoke deleted the key it watches),
+# while the old holder has not noticed yet.
+wait_until -t 3 test -s "$tmpdir/got" || fail "the waiter did not get the lock within 3 s of release --force; stderr: $(cat "$tmpdir/waiter.err")"
+handed=$(($(cat "$tmpdir/got") - forced))
+echo "the waiter got the lock ${handed} ms after release --force"
+[ "$handed" -lt 1000 ] || fail "the waiter got the lock only ${handed} ms after release --force"
+wait_exit "$waiter" 5
+[ "$rc" = 0 ] || fail "the waiter exited $rc; stderr: $(cat "$tmpdir/waiter.err")"
+waiter_fence=$(cat "$tmpdir/got.fence")
+[ "$waiter_fence" -gt "$fence" ] || fail "the waiter's fence $waiter_fence is not greater than the forced holder's, $fence"
+
+# The old holder: job gone and exit 76 within its renewal interval T/3 and
+# a margin for the keep-alive round trip and the stop.
+limit=$((ttl_ms / 3 + 700))
+check_job_stopped "$forced" "$limit" "release --force"
+grep -qiE 'gone|revoked|expired|lost' "$tmpdir/job.err" || fail "the holder's message does not name the cause: $(cat "$tmpdir/job.err")"
+
+capture "${DL[@]}" run "$name" -- sh -c 'echo "$DLOCK_FENCE"'
+[ "$rc" = 0 ] || fail "run after the forced release exited $rc; stderr: $err"
+[ "$out" -gt "$waiter_fence" ] 2>/dev/null || fail "the next fence ($out) is not greater than the waiter's ($waiter_fence)"
+is_free "$name" || fail "the lock is still held after the last run: $(etcd_keys "dlock/$name/")"
+
+# release --force of a free lock: nothing to break.
+capture "${DL[@]}" release "$name" --force
+[ "$rc" = 3 ] || fail "release --force of a free lock exited $rc, expected 3; stdout: $out; stderr: $err"
+pass
