@@ -2,7 +2,6 @@
 
 #include "core/log.hpp"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,11 +14,6 @@ namespace {
 constexpr int k_grpc_unavailable = 14;
 constexpr int k_grpc_deadline_exceeded = 4;
 constexpr const char *k_authenticate = "/v3/auth/authenticate";
-
-size_t append(char *data, size_t size, size_t count, void *out) {
-  static_cast<std::string *>(out)->append(data, size * count);
-  return size * count;
-}
 
 long millis_left(SteadyClock::time_point until) {
   auto left = std::chrono::ceil<Millis>(until - SteadyClock::now()).count();
@@ -40,152 +34,65 @@ bool is_auth_refusal(int code, const std::string &message) {
          message.find("permission denied") != std::string::npos;
 }
 
-void curl_global() {
-  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
-  if (!done) throw Error(ExitCode::internal, "libcurl failed to initialise");
-}
-
 } // namespace
 
-struct Gateway::Transfer {
-  CURL *easy = nullptr;
-  curl_slist *headers = nullptr;
-  std::string response;
-  char error[CURL_ERROR_SIZE] = {};
-  bool added = false;
-  bool done = false;
-  CURLcode result = CURLE_OK;
-  std::size_t endpoint = 0;
-
-  Transfer() {
-    easy = curl_easy_init();
-    if (!easy) throw Error(ExitCode::internal, "libcurl could not make a handle");
-  }
-  ~Transfer() {
-    curl_easy_cleanup(easy);
-    curl_slist_free_all(headers);
-  }
-};
-
 Gateway::Gateway(GatewayOptions options) : m_options(std::move(options)) {
-  curl_global();
-  m_multi = curl_multi_init();
-  if (!m_multi) throw Error(ExitCode::internal, "libcurl could not make a multi handle");
+  for (const auto &endpoint : m_options.endpoints)
+    if (endpoint.rfind("https://", 0) == 0) m_tls.enabled = true;
+  m_tls.ca_file = m_options.cacert;
+  m_tls.cert_file = m_options.cert;
+  m_tls.key_file = m_options.key;
+  m_connections.resize(m_options.endpoints.size());
 }
 
-Gateway::~Gateway() {
-  for (auto *transfer : {m_request.get(), m_watch.get()})
-    if (transfer && transfer->added) curl_multi_remove_handle(static_cast<CURLM *>(m_multi), transfer->easy);
-  m_request.reset();
-  m_watch.reset();
-  curl_multi_cleanup(static_cast<CURLM *>(m_multi));
+Gateway::~Gateway() = default;
+
+HttpConnection &Gateway::connection(std::size_t endpoint) {
+  auto &slot = m_connections.at(endpoint);
+  if (!slot) slot = std::make_unique<HttpConnection>(m_options.endpoints[endpoint], m_tls, m_options.timeout);
+  return *slot;
 }
 
-template <typename Done> bool Gateway::drive(Done done, SteadyClock::time_point until, int interrupt_fd) {
-  auto *multi = static_cast<CURLM *>(m_multi);
-  for (;;) {
-    int running = 0;
-    curl_multi_perform(multi, &running);
-    int queued = 0;
-    while (CURLMsg *message = curl_multi_info_read(multi, &queued)) {
-      if (message->msg != CURLMSG_DONE) continue;
-      for (auto *transfer : {m_request.get(), m_watch.get()}) {
-        if (transfer && transfer->easy == message->easy_handle) {
-          transfer->done = true;
-          transfer->result = message->data.result;
-        }
-      }
-    }
-    if (done()) return true;
-    if (SteadyClock::now() >= until || readable(interrupt_fd)) return false;
-    curl_waitfd extra{interrupt_fd, CURL_WAIT_POLLIN, 0};
-    int ready = 0;
-    curl_multi_poll(multi, interrupt_fd >= 0 ? &extra : nullptr, interrupt_fd >= 0 ? 1 : 0,
-                    static_cast<int>(std::min<long>(millis_left(until), 600'000)), &ready);
-  }
-}
-
-void Gateway::configure(Transfer &transfer, std::size_t endpoint, const std::string &path, const Json &body,
-                        std::optional<SteadyClock::time_point> deadline) {
-  transfer.done = false;
-  transfer.response.clear();
-  transfer.error[0] = '\0';
-  transfer.endpoint = endpoint;
-  CURL *easy = transfer.easy;
-  std::string url = m_options.endpoints[endpoint] + path;
-  std::string payload = body.dump();
-  curl_slist_free_all(transfer.headers);
-  transfer.headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  transfer.headers = curl_slist_append(transfer.headers, "Expect:");
-  // A stream (watch) on a member cut off from its leader must end, not
-  // stay open and silent.
-  if (!deadline) transfer.headers = curl_slist_append(transfer.headers, "Grpc-Metadata-hasleader: true");
-  if (auto token = m_tokens.find(endpoint); token != m_tokens.end() && path != k_authenticate)
-    transfer.headers = curl_slist_append(transfer.headers, ("Authorization: " + token->second).c_str());
-  curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer.headers);
-  curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, payload.c_str());
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &append);
-  curl_easy_setopt(easy, CURLOPT_WRITEDATA, &transfer.response);
-  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, transfer.error);
-  curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
-  if (deadline) {
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, millis_left(*deadline));
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, millis_left(*deadline));
-  } else {
-    // A stream (a watch) that has gone quiet is fine; a dead connection is
-    // found by TCP keepalive, and by the lease keep-alives beside it.
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 0L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(m_options.timeout.count()));
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-  }
-  if (!m_options.cacert.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, m_options.cacert.c_str());
-  if (!m_options.cert.empty()) curl_easy_setopt(easy, CURLOPT_SSLCERT, m_options.cert.c_str());
-  if (!m_options.key.empty()) curl_easy_setopt(easy, CURLOPT_SSLKEY, m_options.key.c_str());
-  curl_multi_add_handle(static_cast<CURLM *>(m_multi), easy);
-  transfer.added = true;
+std::vector<std::string> Gateway::headers_for(std::size_t endpoint) const {
+  std::vector<std::string> headers;
+  if (auto token = m_tokens.find(endpoint); token != m_tokens.end())
+    headers.push_back("Authorization: " + token->second);
+  return headers;
 }
 
 Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path, const Json &body,
                                   SteadyClock::time_point deadline, int interrupt_fd) {
-  auto *multi = static_cast<CURLM *>(m_multi);
-  if (!m_request) m_request = std::make_unique<Transfer>();
-  Transfer &request = *m_request;
-  if (request.added) curl_multi_remove_handle(multi, request.easy);
-  configure(request, endpoint, path, body, deadline);
-  bool finished = drive([&] { return request.done; }, deadline, interrupt_fd);
-  curl_multi_remove_handle(multi, request.easy);
-  request.added = false;
-  const std::string &where = m_options.endpoints[endpoint];
   Attempt out;
-  if (!finished) {
-    out.interrupted = readable(interrupt_fd);
-    out.failure = fmt::format("{}: no answer within {}", where, format_duration(m_options.timeout));
+  std::optional<HttpResponse> response;
+  try {
+    response = connection(endpoint).post(path, body.dump(),
+                                         path == k_authenticate ? std::vector<std::string>{} : headers_for(endpoint),
+                                         deadline, interrupt_fd);
+  } catch (const Error &failure) {
+    if (failure.code() != ExitCode::unavailable) throw; // unusable TLS files: 78
+    out.failure = failure.what();
     return out;
   }
-  if (request.result != CURLE_OK) {
-    const char *reason = request.error[0] ? request.error : curl_easy_strerror(request.result);
-    if (request.result == CURLE_SSL_CERTPROBLEM || request.result == CURLE_SSL_CACERT_BADFILE)
-      throw ConfigError(fmt::format("{}: unusable TLS files: {}", m_options.label, reason));
-    out.failure = fmt::format("{}: {}", where, reason);
+  if (!response) {
+    out.interrupted = true;
+    out.failure = "interrupted";
     return out;
   }
-  long status = 0;
-  curl_easy_getinfo(request.easy, CURLINFO_RESPONSE_CODE, &status);
-  Json answer = Json::parse(request.response, nullptr, false);
+  const std::string &where = m_options.endpoints[endpoint];
+  Json answer = Json::parse(response->body, nullptr, false);
   out.answered = true;
-  if (status == 200 && answer.is_object()) {
+  if (response->status == 200 && answer.is_object()) {
     out.answer = std::move(answer);
     return out;
   }
   out.code = answer.is_object() ? answer.value("code", 0) : 0;
   out.message = answer.is_object() ? answer.value("message", answer.value("error", std::string()))
-                                   : fmt::format("HTTP status {}", status);
+                                   : fmt::format("HTTP status {}", response->status);
   out.message = fmt::format("{}: {}", where, out.message);
   // etcd cannot serve this now (no leader, stopping, timed out inside):
   // another member may.
-  if (out.code == k_grpc_unavailable || out.code == k_grpc_deadline_exceeded || (status >= 500 && out.code == 0)) {
+  if (out.code == k_grpc_unavailable || out.code == k_grpc_deadline_exceeded ||
+      (response->status >= 500 && out.code == 0)) {
     out.answered = false;
     out.failure = out.message;
   }
@@ -275,28 +182,43 @@ void Gateway::watch(const std::string &key, std::int64_t start_revision) {
 }
 
 void Gateway::stop_watch() {
-  if (m_watch && m_watch->added) curl_multi_remove_handle(static_cast<CURLM *>(m_multi), m_watch->easy);
+  m_watch_create = Json();
   m_watch.reset();
+  m_watch_open = false;
+  m_watch_buffer.clear();
 }
 
 void Gateway::start_watch_stream() {
-  auto *multi = static_cast<CURLM *>(m_multi);
-  if (m_watch && m_watch->added) curl_multi_remove_handle(multi, m_watch->easy);
-  m_watch = std::make_unique<Transfer>();
+  m_watch_open = false;
+  m_watch_buffer.clear();
   std::size_t endpoint = (m_current + m_watch_failures) % m_options.endpoints.size();
+  m_watch_endpoint = endpoint;
   m_watch_create["create_request"]["start_revision"] = std::to_string(m_watch_next_revision);
-  if (m_options.user && !m_tokens.count(endpoint)) {
-    try {
-      authenticate(endpoint, SteadyClock::now() + m_options.timeout, -1);
-    } catch (const Error &failure) {
-      if (failure.code() == ExitCode::auth) throw;
+  auto deadline = SteadyClock::now() + m_options.timeout;
+  try {
+    if (m_options.user && !m_tokens.count(endpoint)) authenticate(endpoint, deadline, -1);
+    m_watch = std::make_unique<HttpConnection>(m_options.endpoints[endpoint], m_tls, m_options.timeout);
+    std::vector<std::string> headers = headers_for(endpoint);
+    // A member cut off from its leader must end the watch, not keep it
+    // open and silent.
+    headers.push_back("Grpc-Metadata-hasleader: true");
+    int status = m_watch->open_stream("/v3/watch", m_watch_create.dump(), headers, deadline);
+    if (status == 200) {
+      m_watch_open = true;
+      return;
     }
+    if (status == 401) m_tokens.erase(endpoint);
+    detail(2, "etcd watch on {}: HTTP status {}", m_options.endpoints[endpoint], status);
+  } catch (const Error &failure) {
+    if (failure.code() != ExitCode::unavailable) throw;
+    detail(2, "etcd watch on {}: {}", m_options.endpoints[endpoint], failure.what());
   }
-  configure(*m_watch, endpoint, "/v3/watch", m_watch_create, std::nullopt);
+  m_watch.reset();
+  ++m_watch_failures;
 }
 
 void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
-  std::string &buffer = m_watch->response;
+  std::string &buffer = m_watch_buffer;
   std::size_t start = 0;
   for (std::size_t end; (end = buffer.find('\n', start)) != std::string::npos; start = end + 1) {
     Json line = Json::parse(buffer.substr(start, end - start), nullptr, false);
@@ -305,8 +227,8 @@ void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
       // A stream-level error (leader lost, member stopping): open again.
       std::string error = line["error"].dump();
       detail(2, "etcd watch: {}", error);
-      if (error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch->endpoint);
-      m_watch->done = true;
+      if (error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch_endpoint);
+      m_watch_open = false;
       continue;
     }
     const Json &result = line.value("result", Json::object());
@@ -318,7 +240,7 @@ void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
         events.push_back(reset);
         m_watch_next_revision = number_in(result, "compact_revision");
       }
-      m_watch->done = true;
+      m_watch_open = false;
       continue;
     }
     for (const auto &event : result.value("events", Json::array())) {
@@ -336,26 +258,26 @@ void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
 
 std::vector<WatchEvent> Gateway::wait_watch(SteadyClock::time_point until, int interrupt_fd) {
   std::vector<WatchEvent> events;
-  if (!m_watch) return events;
+  if (m_watch_create.is_null()) return events;
   auto next_open = SteadyClock::time_point::min();
   for (;;) {
     take_watch_lines(events);
     if (!events.empty()) return events;
-    if (m_watch->done) {
-      // The stream ended (member down or stopping): open it again from
-      // the next revision, on the next endpoint, at most every 100ms.
-      long status = 0;
-      curl_easy_getinfo(m_watch->easy, CURLINFO_RESPONSE_CODE, &status);
-      if (status == 401) m_tokens.erase(m_watch->endpoint);
-      if (m_watch->result != CURLE_OK || status != 200) ++m_watch_failures;
-      if (SteadyClock::now() < next_open) {
-        drive([] { return false; }, std::min(until, next_open), interrupt_fd);
+    if (!m_watch_open) {
+      // The stream ended (member down or stopping) or never opened: open
+      // it again from the next revision, on the next endpoint, at most
+      // every 100ms.
+      auto now = SteadyClock::now();
+      if (now < next_open) {
+        pollfd item{interrupt_fd, POLLIN, 0};
+        ::poll(&item, interrupt_fd >= 0 ? 1 : 0, static_cast<int>(millis_left(std::min(until, next_open))));
       } else {
-        next_open = SteadyClock::now() + Millis(100);
+        next_open = now + Millis(100);
+        if (m_watch) ++m_watch_failures;
         start_watch_stream();
       }
-    } else {
-      drive([&] { return m_watch->done || m_watch->response.find('\n') != std::string::npos; }, until, interrupt_fd);
+    } else if (!m_watch->read_stream(m_watch_buffer, until, interrupt_fd)) {
+      m_watch_open = false;
     }
     if (SteadyClock::now() >= until || readable(interrupt_fd)) {
       take_watch_lines(events);

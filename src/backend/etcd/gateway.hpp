@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/etcd/http.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
@@ -14,7 +15,7 @@
 #include <vector>
 
 // etcd's v3 API through its JSON gateway (HTTP/1.1 POST /v3/..., 64-bit
-// numbers as strings, bytes as base64), over libcurl.
+// numbers as strings, bytes as base64), over dlock's own HTTP client.
 namespace dlock::backend::etcd {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -84,7 +85,6 @@ public:
   std::vector<WatchEvent> wait_watch(SteadyClock::time_point until, int interrupt_fd);
 
 private:
-  struct Transfer;
   // One request to one endpoint.
   struct Attempt {
     bool answered = false;    // etcd answered (answer, or code + message)
@@ -96,23 +96,24 @@ private:
   };
   Attempt attempt(std::size_t endpoint, const std::string &path, const Json &body, SteadyClock::time_point deadline,
                   int interrupt_fd);
-  void configure(Transfer &transfer, std::size_t endpoint, const std::string &path, const Json &body,
-                 std::optional<SteadyClock::time_point> deadline);
+  HttpConnection &connection(std::size_t endpoint);
+  std::vector<std::string> headers_for(std::size_t endpoint) const;
   // Logs in on `endpoint`; throws 77 when the credentials are refused.
   Attempt authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd);
   void start_watch_stream();
-  // Runs curl until `done` says so, `until` passes or `interrupt_fd` is
-  // readable; returns false on the last two.
-  template <typename Done> bool drive(Done done, SteadyClock::time_point until, int interrupt_fd);
   void take_watch_lines(std::vector<WatchEvent> &events);
-  void finish_watch_transfer(std::vector<WatchEvent> &events);
 
   GatewayOptions m_options;
-  std::size_t m_current = 0;                   // the endpoint that answered last
-  std::map<std::size_t, std::string> m_tokens; // auth token per endpoint, with a user
-  void *m_multi = nullptr;                     // CURLM
-  std::unique_ptr<Transfer> m_request;
-  std::unique_ptr<Transfer> m_watch;
+  redis::TlsOptions m_tls;
+  std::size_t m_current = 0;                                  // the endpoint that answered last
+  std::map<std::size_t, std::string> m_tokens;                // auth token per endpoint, with a user
+  std::vector<std::unique_ptr<HttpConnection>> m_connections; // per endpoint, kept alive
+  // The watch: its own connection, the bytes not parsed yet, where it
+  // resumes.
+  std::unique_ptr<HttpConnection> m_watch;
+  std::size_t m_watch_endpoint = 0;
+  bool m_watch_open = false;
+  std::string m_watch_buffer;
   Json m_watch_create;
   std::int64_t m_watch_next_revision = 0;
   std::size_t m_watch_failures = 0;

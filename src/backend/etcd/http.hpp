@@ -1,0 +1,93 @@
+#pragma once
+
+#include "backend/redis/tls.hpp"
+#include "core/duration.hpp"
+#include "core/net.hpp"
+#include "core/unique_fd.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+// A small HTTP/1.1 client for etcd's JSON gateway: one keep-alive
+// connection to one endpoint, plain or TLS (redis::TlsStream), POST only.
+// Loading libcurl cost more than the rest of a dlock run.
+namespace dlock::backend::etcd {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+class HttpConnection {
+public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  // `endpoint`: "http://host:port" or "https://host:port" (IPv6 in
+  // brackets); throws ConfigError (78) on another. Connects lazily.
+  HttpConnection(const std::string &endpoint, const redis::TlsOptions &tls, Millis connect_timeout);
+  ~HttpConnection();
+  HttpConnection(const HttpConnection &) = delete;
+  HttpConnection &operator=(const HttpConnection &) = delete;
+
+  // POSTs `body` (JSON) with the extra `headers` ("Name: value") and reads
+  // the whole answer. Connects first if needed; a kept-alive connection the
+  // server closed before answering is opened again and the request sent
+  // once more. nullopt when `interrupt_fd` (>= 0) became readable first;
+  // UnavailableError (69) when `deadline` passes. Either way a connection
+  // with a request in flight is closed.
+  std::optional<HttpResponse> post(const std::string &path, const std::string &body,
+                                   const std::vector<std::string> &headers, Deadline deadline, int interrupt_fd = -1);
+
+  // A response that does not end (etcd's /v3/watch): sends the POST, reads
+  // the status line and headers by `deadline` and returns the status.
+  int open_stream(const std::string &path, const std::string &body, const std::vector<std::string> &headers,
+                  Deadline deadline);
+  // Appends the body bytes that arrive (chunk framing removed) to `out`:
+  // waits until some did, `until` passes or `wake_fd` is readable. false
+  // once the stream has ended (closed, last chunk, error); the connection
+  // is closed then.
+  bool read_stream(std::string &out, Deadline until, int wake_fd);
+
+  void close();
+  int fd() const { return m_fd.get(); }
+
+private:
+  enum class Framing { length, chunked, until_close };
+  enum class Chunk { size_line, data, data_end, trailer };
+  struct Stale {}; // a kept-alive connection found closed: send again
+
+  void connect(Deadline deadline);
+  int start(const std::string &path, const std::string &body, const std::vector<std::string> &headers,
+            Deadline deadline, int wake_fd);
+  int exchange(const std::string &request, Deadline deadline, int wake_fd);
+  void write_all(const std::string &bytes, Deadline deadline);
+  // 1: bytes appended to m_in, 0: end of stream, -1: woken, -2: deadline.
+  int fill(Deadline deadline, int wake_fd);
+  // 1: ready, 0: deadline, -1: woken.
+  int wait(bool for_write, Deadline deadline, int wake_fd);
+  int read_head(Deadline deadline, int wake_fd); // the status, or fill()'s -1/-2
+  bool decode(std::string &out);                 // true once the body is complete
+  [[noreturn]] void fail(const std::string &message);
+  [[noreturn]] void lost(const std::string &message);
+
+  net::Address m_address;
+  redis::TlsOptions m_tls_options;
+  Millis m_connect_timeout;
+  std::string m_where, m_host;
+  UniqueFd m_fd;
+  std::unique_ptr<redis::TlsStream> m_tls;
+  std::string m_in;      // received bytes not yet consumed
+  bool m_reused = false; // a response was read on this connection
+  bool m_fresh = false;  // no byte of the current response arrived yet
+  bool m_keep = true;    // the server keeps the connection open
+  bool m_busy = false;   // a request is in flight (or a stream open)
+  Framing m_framing = Framing::length;
+  Chunk m_chunk = Chunk::size_line;
+  std::size_t m_left = 0; // bytes left in the body or the current chunk
+};
+
+} // namespace dlock::backend::etcd
