@@ -43,6 +43,14 @@
 #   check_job_stopped SINCE TTL_MS WHAT [THAW...]
 #                                    the servers were taken away at SINCE: the
 #                                    job is gone and dlock exited 76 within TTL_MS
+#   start_status_holder, check_held_status_text, check_held_status_json,
+#   check_waiters, check_free_status, start_list_locks, check_list_rows,
+#   check_list_prefix, check_list_json, check_ping, check_holders_released
+#                                    the status, list and ping scenario the
+#                                    server backends share (see below)
+#   free_port, start_silent_listener, check_unavailable,
+#   check_ping_unreachable, check_unavailable_commands, check_silent_server,
+#   check_malformed_urls             the unreachable-server checks they share
 
 set -u
 
@@ -737,3 +745,379 @@ assert isinstance(d["expires_at"], str) and re.match(r"\d{4}-\d\d-\d\dT", d["exp
 PY
 }
 duration_ms() { case $1 in *ms) echo "${1%ms}" ;; *s) echo $((${1%s} * 1000)) ;; esac; }
+
+# --- a grant after a long wait ----------------------------------------------
+# check_long_wait NAME: a waiter that got the lock after waiting longer than
+# its --ttl runs its job and exits 0 (its lease is dated anew, not by the
+# start of its wait, which would put its kill deadline in the past).
+check_long_wait() {
+  local name=$1
+  "${DL[@]}" run "$name" --ttl 1s -- sh -c 'touch "$1"; sleep 2.5' sh "$tmpdir/$name.held" &
+  local holder=$!
+  wait_until -t 10 test -e "$tmpdir/$name.held" || fail "the holder of $name did not start"
+  local started rc
+  started=$(now_ms)
+  "${DL[@]}" run "$name" --wait 20s --ttl 1s -- sh -c 'echo ran >"$1"' sh "$tmpdir/$name.ran" 2>"$tmpdir/$name.err"
+  rc=$?
+  local waited=$(($(now_ms) - started))
+  wait "$holder" || fail "the holder of $name exited $?"
+  [ "$rc" = 0 ] || fail "a waiter granted $name after ${waited}ms (ttl 1s) exited $rc: $(cat "$tmpdir/$name.err")"
+  [ -s "$tmpdir/$name.ran" ] || fail "the job of a waiter granted $name after ${waited}ms did not run"
+  [ "$waited" -ge 1500 ] || fail "the waiter got $name after ${waited}ms: the wait was not longer than its ttl"
+}
+
+# --- status, list and ping -------------------------------------------------
+# The scenario the server backends' *_status_list_ping tests share: holder h
+# holds app/one (start_status_holder); the test adds its backend's own checks
+# (what the server stores, what ping shows of a cluster) around these.
+
+# The forms of the release token that nothing may print (assert_no_token):
+# start_status_holder puts DLOCK_TOKEN here, a test may add others (e.g. the
+# raw value the server keeps).
+SECRET_TOKENS=()
+
+# start_status_holder [TOKEN_RE [FENCE_RE]]: start_holder h app/one --ttl 20s.
+# Sets one_pid (its dlock), one_token and one_fence (the DLOCK_TOKEN and
+# DLOCK_FENCE its child saw: they must match TOKEN_RE and FENCE_RE, default
+# anything not empty) and SECRET_TOKENS=(one_token).
+# shellcheck disable=SC2034 # one_token and one_fence are for the caller
+start_status_holder() {
+  local token_re=${1:-.} fence_re=${2:-.}
+  start_holder h app/one --ttl 20s
+  one_pid=$HOLDER_PID
+  one_token=$(cat "$tmpdir/h.token")
+  one_fence=$(cat "$tmpdir/h.fence")
+  [[ $one_token =~ $token_re ]] && [[ $one_fence =~ $fence_re ]] ||
+    fail "holder did not get DLOCK_TOKEN/DLOCK_FENCE (token '$one_token', fence '$one_fence')"
+  SECRET_TOKENS=("$one_token")
+}
+
+# assert_no_token WHAT TEXT: TEXT shows none of SECRET_TOKENS.
+assert_no_token() {
+  local secret
+  for secret in "${SECRET_TOKENS[@]}"; do
+    [ -n "$secret" ] || continue
+    case $2 in *"$secret"*) fail "$1 prints the release token: $2" ;; esac
+  done
+}
+
+# check_held_status_text NAME PID FENCE: `dlock status NAME` exits 0 and
+# shows the holder PID, the FENCE and this host, never the token. Leaves the
+# output in $out and $err for the backend's own checks (the lease left).
+check_held_status_text() {
+  capture "${DL[@]}" status "$1"
+  [ "$rc" = 0 ] || fail "status of a held lock exited $rc, expected 0; stderr: $err"
+  case $out in *"$2"*) ;; *) fail "status does not show the holder pid $2: $out" ;; esac
+  case $out in *"$3"*) ;; *) fail "status does not show the fence $3: $out" ;; esac
+  case $out in *"$(hostname)"*) ;; *) fail "status does not show the holder's host: $out" ;; esac
+  assert_no_token "status" "$out$err"
+}
+
+# check_held_status_json NAME PID FENCE TTL_LEFT_OK: `dlock status NAME
+# --json` exits 0 without the token: name NAME, held, holder {pid PID, this
+# host and user, a command that is start_holder's, since}, fence FENCE, no
+# waiters; TTL_LEFT_OK is the backend's condition (Python) on ttl_left_ms,
+# bound to t (None if absent), e.g. 'isinstance(t, int) and 0 < t <= 20000'.
+check_held_status_json() {
+  capture "${DL[@]}" status "$1" --json
+  [ "$rc" = 0 ] || fail "status --json of a held lock exited $rc; stderr: $err"
+  assert_no_token "status --json" "$out$err"
+  printf '%s' "$out" >"$tmpdir/status.json"
+  python3 - "$tmpdir/status.json" "$1" "$2" "$3" "$(hostname)" "$(id -un)" "$4" <<'PY' || fail "status --json is wrong: $out"
+import json, sys
+path, name, pid, fence, host, user, ttl_left_ok = sys.argv[1:]
+d = json.load(open(path))
+def check(cond, what):
+    if not cond:
+        sys.exit("status --json: " + what)
+check(d.get("name") == name, "name is %r" % d.get("name"))
+check(d.get("held") is True, "held is %r" % d.get("held"))
+h = d.get("holder")
+check(isinstance(h, dict), "holder is not an object")
+check(h.get("pid") == int(pid), "holder.pid %r != dlock's pid %s" % (h.get("pid"), pid))
+check(h.get("host") == host, "holder.host %r != %s" % (h.get("host"), host))
+check(h.get("user") == user, "holder.user %r != %s" % (h.get("user"), user))
+check(isinstance(h.get("command"), str) and "holder" in h["command"], "holder.command %r" % h.get("command"))
+check(isinstance(h.get("since"), str) and h["since"][:2] == "20", "holder.since %r" % h.get("since"))
+check(d.get("fence") == int(fence), "fence %r != the job's DLOCK_FENCE %s" % (d.get("fence"), fence))
+check(d.get("waiters") == 0, "waiters %r" % d.get("waiters"))
+t = d.get("ttl_left_ms")
+check(eval(ttl_left_ok), "ttl_left_ms %r, expected %s" % (t, ttl_left_ok))
+PY
+}
+
+# check_waiters NAME COUNT [QUEUED_CHECK [GONE_CHECK]]: COUNT runs of `dlock
+# run NAME --wait 20s` queue behind NAME's holder: status --json counts COUNT
+# waiters, QUEUED_CHECK runs (a command checking the backend's own view of the
+# queue, failing the test), status text shows "waiters: COUNT" and no token.
+# Then SIGTERM: each waiter exits 143, status --json counts none and
+# GONE_CHECK runs (the backend's view again: the waiters left nothing behind).
+check_waiters() {
+  local name=$1 count=$2 queued=${3:-} gone=${4:-} i pids=()
+  for ((i = 1; i <= count; i++)); do
+    "${DL[@]}" run "$name" --wait 20s -- true </dev/null 2>"$tmpdir/waiter$i.err" &
+    pids+=($!)
+    track $!
+  done
+  wait_until _counts_waiters "$name" "$count" ||
+    fail "status --json never counted the $count waiting run(s) (now $(lock_waiters "$name")); stderr: $(cat "$tmpdir"/waiter*.err)"
+  [ -z "$queued" ] || "$queued" || fail "$queued (with $count waiter(s) queued) failed"
+  capture "${DL[@]}" status "$name"
+  printf '%s\n' "$out" | grep -qE "^waiters: +$count\$" || fail "status text does not show $count waiter(s): $out"
+  assert_no_token "status with $count waiter(s)" "$out$err"
+  kill -TERM "${pids[@]}"
+  for ((i = 1; i <= count; i++)); do
+    wait_exit "${pids[i - 1]}" 5
+    [ "$rc" = 143 ] || fail "waiter $i ended with $rc after SIGTERM, expected 143; stderr: $(cat "$tmpdir/waiter$i.err")"
+  done
+  wait_until -t 3 has_no_waiter "$name" || fail "the interrupted waiters are still counted (now $(lock_waiters "$name"))"
+  [ -z "$gone" ] || "$gone" || fail "$gone (after the waiters were interrupted) failed"
+}
+
+_counts_waiters() { [ "$(lock_waiters "$1")" = "$2" ]; }
+
+# check_free_status: free locks exit 3 and status --json says held false:
+# nothing.here, never used, and app/three, which a run takes and releases
+# first (three_fence is the DLOCK_FENCE that run saw).
+# shellcheck disable=SC2034 # three_fence is for the caller
+check_free_status() {
+  capture "${DL[@]}" status nothing.here
+  [ "$rc" = 3 ] || fail "status of a never-used lock exited $rc, expected 3; stderr: $err"
+  capture "${DL[@]}" status nothing.here --json
+  [ "$rc" = 3 ] || fail "status --json of a never-used lock exited $rc, expected 3"
+  [ "$(printf '%s' "$out" | json 'd["held"]')" = false ] || fail "status --json of a never-used lock: held is not false: $out"
+  three_fence=$("${DL[@]}" run app/three -- sh -c 'echo "$DLOCK_FENCE"' </dev/null) || fail "run app/three failed"
+  capture "${DL[@]}" status app/three --json
+  [ "$rc" = 3 ] || fail "status of a released lock exited $rc, expected 3"
+  [ "$(printf '%s' "$out" | json 'd["held"]')" = false ] || fail "status --json of a released lock: held is not false: $out"
+}
+
+# start_list_locks BULK THIRD: the locks the list checks find besides
+# app/one: holders h2 of app/two and h3 of THIRD (two_pid and third_pid are
+# their dlocks), app/ns acquired in namespace elsewhere and bulk/1 ...
+# bulk/BULK acquired here.
+# shellcheck disable=SC2034 # two_pid and third_pid are for the caller
+start_list_locks() {
+  local i
+  start_holder h2 app/two
+  two_pid=$HOLDER_PID
+  start_holder h3 "$2"
+  third_pid=$HOLDER_PID
+  [ "$third_pid" -gt 0 ] || fail "no pid for holder h3"
+  capture "${DL[@]}" --namespace elsewhere acquire app/ns --ttl 30s
+  [ "$rc" = 0 ] || fail "acquire in namespace elsewhere exited $rc; stderr: $err"
+  for ((i = 1; i <= $1; i++)); do
+    "${DL[@]}" acquire "bulk/$i" --ttl 60s </dev/null >/dev/null || fail "acquire bulk/$i failed"
+  done
+}
+
+# check_list_rows BULK "NOT_LISTED..." HELD...: `dlock list` exits 0 without
+# the token and shows exactly one row for each lock HELD, one_pid, BULK rows
+# bulk/N, and none of the (space-separated) NOT_LISTED: locks that are free,
+# of another namespace or not dlock's.
+check_list_rows() {
+  local bulk=$1 not_listed n
+  read -ra not_listed <<<"$2"
+  shift 2
+  capture "${DL[@]}" list
+  [ "$rc" = 0 ] || fail "list exited $rc; stderr: $err"
+  assert_no_token "list" "$out$err"
+  for n in "$@"; do
+    [ "$(printf '%s\n' "$out" | grep -cE "^${n}[[:space:]]")" = 1 ] || fail "list does not show exactly one row for $n: $out"
+  done
+  for n in "${not_listed[@]}"; do
+    case $out in *"$n"*) fail "list shows $n, a lock that is not held in this namespace: $out" ;; esac
+  done
+  case $out in *"$one_pid"*) ;; *) fail "list does not show holder pid $one_pid: $out" ;; esac
+  [ "$(printf '%s\n' "$out" | grep -cE '^bulk/[0-9]+[[:space:]]')" = "$bulk" ] || fail "list does not show all $bulk bulk/N locks: $out"
+}
+
+# check_list_prefix PREFIX NAME:PID...: `dlock list PREFIX --json` exits 0
+# without the token and holds exactly the locks NAME (in sort order), each
+# held by PID.
+check_list_prefix() {
+  local prefix=$1 want="" got held
+  shift
+  capture "${DL[@]}" list "$prefix" --json
+  [ "$rc" = 0 ] || fail "list $prefix --json exited $rc; stderr: $err"
+  assert_no_token "list $prefix --json" "$out"
+  got=$(printf '%s' "$out" | json 'sorted((x["name"], x["held"], x["holder"]["pid"]) for x in d) if isinstance(d, list) else "not an array"')
+  for held in "$@"; do
+    want+="${want:+, }[\"${held%:*}\", true, ${held##*:}]"
+  done
+  want="[$want]"
+  [ "$got" = "$want" ] || fail "list $prefix --json: got $got, expected $want"
+}
+
+# check_list_json TOTAL: `list --json` shows app/ns alone in namespace
+# elsewhere (start_list_locks) and an empty array for a prefix nothing
+# has; `dlock list --json` exits 0 without the token and holds TOTAL locks.
+# Leaves that document in $out.
+check_list_json() {
+  capture "${DL[@]}" --namespace elsewhere list --json
+  [ "$(printf '%s' "$out" | json '[x["name"] for x in d]')" = '["app/ns"]' ] || fail "list in namespace elsewhere: $out"
+  capture "${DL[@]}" list zzz --json
+  [ "$rc" = 0 ] && [ "$(printf '%s' "$out" | json 'd')" = "[]" ] || fail "list with no match is not an empty array ($rc): $out"
+  capture "${DL[@]}" list --json
+  [ "$rc" = 0 ] || fail "list --json exited $rc; stderr: $err"
+  assert_no_token "list --json" "$out"
+  [ "$(printf '%s' "$out" | json 'len(d)')" = "$1" ] ||
+    fail "list --json does not hold $1 locks: $(printf '%s' "$out" | json '[x["name"] for x in d]')"
+}
+
+# check_ping VERSION PORT [ROLE]: `dlock ping` of a single server exits 0,
+# prints nothing on stderr and shows the server's VERSION, its ROLE (e.g.
+# master, standalone) and a round-trip time; ping --json says ok, the node
+# reachable at an address with PORT, with VERSION and ROLE, and a round trip.
+# Leaves the document in $out.
+check_ping() {
+  local version=$1 port=$2 role=${3:-}
+  capture "${DL[@]}" ping
+  [ "$rc" = 0 ] || fail "ping exited $rc; stdout: $out; stderr: $err"
+  case $out in *"$version"*) ;; *) fail "ping does not show the server version $version: $out" ;; esac
+  [ -z "$role" ] || printf '%s\n' "$out" | grep -qi "$role" || fail "ping does not show the role $role: $out"
+  printf '%s\n' "$out" | grep -qE '[0-9.]+ ?(ms|µs|us)' || fail "ping does not show a round-trip time: $out"
+  [ -z "$err" ] || fail "ping printed on stderr: $err"
+  capture "${DL[@]}" ping --json
+  [ "$rc" = 0 ] || fail "ping --json exited $rc; stderr: $err"
+  printf '%s' "$out" >"$tmpdir/ping.json"
+  python3 - "$tmpdir/ping.json" "$version" "$port" "$role" <<'PY' || fail "ping --json is wrong: $out"
+import json, sys
+d = json.load(open(sys.argv[1]))
+version, port, role = sys.argv[2:]
+assert d["ok"] is True, d
+node = d["nodes"][0]
+assert node["reachable"] is True, node
+assert version in node["version"], node
+assert role in json.dumps(node), node
+assert port in node["address"], node
+assert isinstance(node["rtt_ms"], (int, float)) and node["rtt_ms"] >= 0, node
+PY
+}
+
+# check_holders_released ID...: release_holder each ID (h among them): h's
+# dlock exits 0 and app/one is free.
+check_holders_released() {
+  local id
+  for id in "$@"; do release_holder "$id"; done
+  wait_exit "$one_pid"
+  [ "$rc" = 0 ] || fail "holder h exited $rc; stderr: $(cat "$tmpdir/h.err")"
+  is_free app/one || fail "app/one is still held after its holder ended"
+}
+
+# --- unreachable servers ----------------------------------------------------
+# What the server backends' *_unreachable tests share: an unreachable server
+# is 69 with one line, never a hang; a malformed URL is 78. Jobs touch
+# $tmpdir/ran, which must not appear.
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on (bound once by
+# the kernel's choice, then closed).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_silent_listener: a listener on 127.0.0.1 that accepts connections and
+# never writes a byte; sets SILENT_PORT.
+# shellcheck disable=SC2034 # SILENT_PORT is for the caller
+start_silent_listener() {
+  rm -f "$tmpdir/silent.port"
+  python3 - "$tmpdir/silent.port" <<'PY' &
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+held = []
+while True:
+    conn, _ = s.accept()
+    held.append(conn)  # kept open, never answered
+PY
+  track $!
+  wait_until test -s "$tmpdir/silent.port" || fail "the silent listener did not start"
+  SILENT_PORT=$(cat "$tmpdir/silent.port")
+}
+
+# check_unavailable WHAT LIMIT_MS CMD...: CMD exits 69 with one line within
+# LIMIT_MS and never runs the job.
+check_unavailable() {
+  local what=$1 limit=$2 started elapsed
+  shift 2
+  rm -f "$tmpdir/ran"
+  started=$(now_ms)
+  capture "$@"
+  elapsed=$(($(now_ms) - started))
+  [ "$rc" = 69 ] || fail "$what: exit $rc, expected 69; stderr: $err"
+  assert_one_line_message "$what" "$err"
+  [ ! -e "$tmpdir/ran" ] || fail "$what: the job ran"
+  [ "$elapsed" -lt "$limit" ] || fail "$what: took ${elapsed} ms (limit $limit ms)"
+  echo "$what: 69 after ${elapsed} ms"
+}
+
+# check_ping_unreachable WHAT LIMIT_MS CMD...: CMD (a ping) exits 69 within
+# LIMIT_MS and reports the node unreachable on stdout.
+check_ping_unreachable() {
+  local what=$1 limit=$2 started elapsed
+  shift 2
+  started=$(now_ms)
+  capture "$@"
+  elapsed=$(($(now_ms) - started))
+  [ "$rc" = 69 ] || fail "$what: exit $rc, expected 69; stdout: $out; stderr: $err"
+  printf '%s\n' "$out" | grep -qi unreachable || fail "$what: ping does not report the node unreachable: $out"
+  [ "$elapsed" -lt "$limit" ] || fail "$what: took ${elapsed} ms (limit $limit ms)"
+}
+
+# check_unavailable_commands WHERE LIMIT_MS URL [OPTIONS...]: with URL, where
+# no server answers (WHERE says why, e.g. "nothing listening"), and global
+# OPTIONS, run, run --wait 10s, acquire, status, list and release --force
+# exit 69 with one line and ping reports the node unreachable, each within
+# LIMIT_MS.
+check_unavailable_commands() {
+  local where=$1 limit=$2 url=$3 opts
+  shift 3
+  opts=${*:+ $*}
+  local dl=("$DLOCK_BIN" -b "$url" "$@")
+  check_unavailable "run$opts, $where" "$limit" "${dl[@]}" run u -- touch "$tmpdir/ran"
+  check_unavailable "run --wait 10s$opts, $where" "$limit" "${dl[@]}" run u --wait 10s -- touch "$tmpdir/ran"
+  check_unavailable "acquire$opts, $where" "$limit" "${dl[@]}" acquire u
+  check_unavailable "status$opts, $where" "$limit" "${dl[@]}" status u
+  check_unavailable "list$opts, $where" "$limit" "${dl[@]}" list
+  check_unavailable "release --force$opts, $where" "$limit" "${dl[@]}" release u --force
+  check_ping_unreachable "ping$opts, $where" "$limit" "${dl[@]}" ping
+}
+
+# check_silent_server URL LIMIT_MS DEFAULT_LIMIT_MS: with URL, a server that
+# accepts connections and never answers (start_silent_listener), run,
+# acquire, status (--connect-timeout before and after the command) and ping
+# with --connect-timeout 500ms fail within LIMIT_MS, a run without it (the
+# 2 s default) within DEFAULT_LIMIT_MS: 69 with one line, ping reporting the
+# node unreachable.
+check_silent_server() {
+  local url=$1 limit=$2 default_limit=$3 where="silent server"
+  check_unavailable "run --connect-timeout 500ms, $where" "$limit" \
+    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms run u -- touch "$tmpdir/ran"
+  check_unavailable "acquire --connect-timeout 500ms, $where" "$limit" \
+    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms acquire u
+  check_unavailable "status --connect-timeout 500ms, $where" "$limit" \
+    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms status u
+  check_unavailable "status u --connect-timeout 500ms (the option after the command), $where" "$limit" \
+    "$DLOCK_BIN" -b "$url" status u --connect-timeout 500ms
+  check_ping_unreachable "ping --connect-timeout 500ms, $where" "$limit" \
+    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms ping
+  check_unavailable "run with the default connect timeout, $where" "$default_limit" \
+    "$DLOCK_BIN" -b "$url" run u -- touch "$tmpdir/ran"
+}
+
+# check_malformed_urls URL...: with each URL, run exits 78 (a configuration
+# error, not "unavailable") with one line and never runs the job.
+check_malformed_urls() {
+  local url
+  for url in "$@"; do
+    rm -f "$tmpdir/ran"
+    capture "$DLOCK_BIN" -b "$url" run u -- touch "$tmpdir/ran"
+    [ "$rc" = 78 ] || fail "the malformed URL $url: exit $rc, expected 78; stderr: $err"
+    assert_one_line_message "the malformed URL $url" "$err"
+    [ ! -e "$tmpdir/ran" ] || fail "the malformed URL $url: the job ran"
+  done
+}
