@@ -5,6 +5,7 @@
 #include "core/unique_fd.hpp"
 #include "runner/child.hpp"
 #include "runner/heartbeat.hpp"
+#include "runner/timeline.hpp"
 
 #include <fmt/format.h>
 
@@ -227,13 +228,45 @@ std::string busy_message(const std::string &name, const std::string &holder, std
                      wait && wait->count() > 0 ? fmt::format("; gave up after {}", format_duration(*wait)) : "");
 }
 
+namespace {
+
+// A lease is dated by the request that granted it (t0). A grant at the end
+// of a long server-side wait (flock, pg_advisory_lock) may carry a t0 so old
+// that its first renewal is already due, or its kill deadline past: it is
+// renewed once before anything runs under it, which dates it anew.
+void confirm_fresh(backend::Backend &backend, const backend::LockRequest &request, backend::Lease &lease) {
+  if (SteadyClock::now() - lease.confirmed_at < renew_interval(lease.ttl)) return;
+  backend::RenewResult renewed = backend.renew(lease, request.ttl, std::nullopt);
+  if (renewed.outcome == backend::RenewOutcome::renewed) {
+    detail(2, "'{}' was granted after a long wait; renewed before use", request.name);
+    lease.confirmed_at = renewed.sent_at;
+    lease.ttl = renewed.ttl;
+    return;
+  }
+  try {
+    backend.release(lease);
+  } catch (const std::exception &) {
+    // It ends with its lease.
+  }
+  throw Error(ExitCode::lost, fmt::format("lock '{}' was granted after a long wait but could not be confirmed: {}",
+                                          request.name, renewed.reason));
+}
+
+} // namespace
+
 backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockRequest &request,
                                  std::optional<Millis> wait) {
   Signals::install();
-  if (wait && wait->count() == 0) return backend.try_acquire(request);
-  std::optional<SteadyClock::time_point> deadline;
-  if (wait) deadline = SteadyClock::now() + *wait;
-  return backend.acquire(request, deadline, Signals::interrupt());
+  backend::AcquireResult result;
+  if (wait && wait->count() == 0) {
+    result = backend.try_acquire(request);
+  } else {
+    std::optional<SteadyClock::time_point> deadline;
+    if (wait) deadline = SteadyClock::now() + *wait;
+    result = backend.acquire(request, deadline, Signals::interrupt());
+  }
+  if (result.outcome == backend::AcquireOutcome::acquired) confirm_fresh(backend, request, *result.lease);
+  return result;
 }
 
 Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &request, std::optional<Millis> wait,

@@ -20,12 +20,14 @@ public:
   Millis granted_ttl{0}; // 0: grant what was asked
   bool held_by_other = false;
   std::uint64_t next_fence = 100;
+  Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
 
   backend::AcquireResult try_acquire(const backend::LockRequest &request) override {
     std::lock_guard lock(m_mutex);
     if (held_by_other || m_held) return {backend::AcquireOutcome::busy, std::nullopt, 0};
     m_held = true;
-    backend::Lease lease{request.name, "fake-token", next_fence++, grant(request.ttl), backend::SteadyClock::now()};
+    backend::Lease lease{request.name, "fake-token", next_fence++, grant(request.ttl),
+                         backend::SteadyClock::now() - granted_long_ago};
     acquired_at = lease.confirmed_at;
     return {backend::AcquireOutcome::acquired, lease, 0};
   }
@@ -36,7 +38,7 @@ public:
   }
 
   backend::RenewResult renew(const backend::Lease &, Millis ttl,
-                              std::optional<backend::SteadyClock::time_point>) override {
+                             std::optional<backend::SteadyClock::time_point>) override {
     backend::RenewResult result;
     auto sent_at = backend::SteadyClock::now();
     std::unique_lock lock(m_mutex);

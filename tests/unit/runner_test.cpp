@@ -1,3 +1,4 @@
+#include "core/error.hpp"
 #include "fake_backend.hpp"
 #include "runner/runner.hpp"
 #include "runner/timeline.hpp"
@@ -208,4 +209,32 @@ TEST_CASE("signals to dlock are forwarded to the child's process group") {
   CHECK(runner::run_locked(backend, options, &observer) == 9);
   observer.thread.join();
   unlink(fifo.c_str());
+}
+
+TEST_CASE("a lease granted after a long wait is renewed before the job starts") {
+  // t0 is the grant request's sending: after a wait longer than T the kill
+  // deadline computed from it has passed before the job could start.
+  FakeBackend backend;
+  backend.granted_long_ago = 3s;
+  auto started = SteadyClock::now();
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "exit 5"}, 2s)) == 5);
+  REQUIRE(backend.renew_times.size() == 1);
+  CHECK(backend.renew_times[0] >= started);
+  CHECK(backend.releases == 1);
+}
+
+TEST_CASE("a lease granted after a long wait that cannot be confirmed never runs the job") {
+  FakeBackend backend;
+  backend.granted_long_ago = 3s;
+  backend.renew_mode = FakeBackend::RenewMode::refuse;
+  std::string marker = "/tmp/dlock-unit-ran-" + std::to_string(getpid());
+  unlink(marker.c_str());
+  try {
+    runner::run_locked(backend, options_for({"/bin/sh", "-c", "touch " + marker}, 2s));
+    FAIL("run_locked returned instead of reporting the loss");
+  } catch (const dlock::Error &lost) {
+    CHECK(lost.code() == dlock::ExitCode::lost);
+  }
+  CHECK(access(marker.c_str(), F_OK) != 0);
+  CHECK(backend.releases == 1);
 }

@@ -251,8 +251,12 @@ private:
           if (int signo = interrupt ? interrupt->requested() : 0)
             return {AcquireOutcome::interrupted, std::nullopt, signo};
           if (blocking.deadline_passed()) return {AcquireOutcome::busy, std::nullopt, 0};
-          sent_at = SteadyClock::now();
-          if (flock(fd.get(), LOCK_EX) == 0) break;
+          if (flock(fd.get(), LOCK_EX) == 0) {
+            // A kernel lock does not run out: the lease starts when it was
+            // granted, not when the wait for it began.
+            sent_at = SteadyClock::now();
+            break;
+          }
           if (errno != EINTR) throw permission_or_io("cannot lock", errno);
         }
       }
