@@ -65,6 +65,9 @@ void Heartbeat::notify_owner() {
 }
 
 bool Heartbeat::sleep_until(std::unique_lock<std::mutex> &lock, SteadyClock::time_point next) {
+  // After quiesce() the backend is the owner's again (it may be releasing
+  // the lease right now): not even event_fd() may be asked.
+  if (m_stopping) return true;
   int news = m_backend.event_fd();
   if (news < 0 || !m_stop_fd) return m_wake.wait_until(lock, next, [this] { return m_stopping; });
   for (;;) {

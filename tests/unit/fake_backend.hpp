@@ -2,9 +2,11 @@
 
 #include "backend/backend.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace dlock::test {
@@ -20,6 +22,8 @@ public:
   Millis granted_ttl{0}; // 0: grant what was asked
   bool held_by_other = false;
   std::uint64_t next_fence = 100;
+  int news_fd = -1; // what event_fd() returns
+  mutable std::atomic<int> calls_during_release{0};
   Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
 
   backend::AcquireResult try_acquire(const backend::LockRequest &request) override {
@@ -70,11 +74,22 @@ public:
   }
 
   backend::ReleaseOutcome release(const backend::Lease &) override {
+    // The runner must have the backend to itself while it releases: any
+    // call from the heartbeat thread meanwhile is counted. The release
+    // takes a moment, as a round trip would.
+    m_releasing = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    m_releasing = false;
     std::lock_guard lock(m_mutex);
     ++releases;
     bool was = m_held;
     m_held = false;
     return was ? backend::ReleaseOutcome::released : backend::ReleaseOutcome::not_owner;
+  }
+
+  int event_fd() const override {
+    if (m_releasing) ++calls_during_release;
+    return news_fd;
   }
 
   std::optional<backend::LockStatus> force_release(const std::string &) override { return std::nullopt; }
@@ -96,6 +111,7 @@ private:
   std::condition_variable m_unhang;
   bool m_unhung = false;
   bool m_held = false;
+  std::atomic<bool> m_releasing{false};
 };
 
 } // namespace dlock::test

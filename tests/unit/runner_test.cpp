@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <mutex>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -237,4 +238,19 @@ TEST_CASE("a lease granted after a long wait that cannot be confirmed never runs
   }
   CHECK(access(marker.c_str(), F_OK) != 0);
   CHECK(backend.releases == 1);
+}
+
+TEST_CASE("the heartbeat leaves the backend alone once the runner releases") {
+  // Backend news starts the heartbeat thread early; the runner then takes
+  // the backend back to release: the thread, even if it only gets a CPU
+  // now, must not touch the backend (PostgreSQL's event_fd() read the map
+  // of held locks while release() erased from it: a crash under load).
+  FakeBackend backend;
+  int news = eventfd(1, EFD_CLOEXEC); // readable for good
+  REQUIRE(news >= 0);
+  backend.news_fd = news;
+  for (int i = 0; i < 200 && backend.calls_during_release == 0; ++i)
+    REQUIRE(runner::run_locked(backend, options_for({"/bin/true"}, 30s)) == 0);
+  close(news);
+  CHECK(backend.calls_during_release == 0);
 }
