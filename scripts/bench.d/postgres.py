@@ -1,5 +1,5 @@
-"""The PostgreSQL of scripts/bench's pg section, and the psycopg2 lock that
-dlock is compared with on it.
+"""The PostgreSQL of scripts/bench's pg section, and the psycopg2 lock and
+the libpq C client's connection string that dlock is compared with on it.
 
 The server starts like the others in servers.py: on a free loopback port,
 its cluster in the bench's temp dir, in a process group of its own, with
@@ -278,6 +278,13 @@ finally:
     conn.close()
 sys.exit(status)
 """
+
+
+def libpq_conninfo(port):
+    """The conninfo of the libpq C client (scripts/bench.d/pq_lock.c): what
+    the psycopg2 script passes to psycopg2.connect, which hands it to libpq
+    as such; the password comes from PGPASSWORD."""
+    return f"host=127.0.0.1 port={port} dbname={DATABASE} user={ROLE}"
 
 
 def write_psycopg2_lock(path, port, name):

@@ -38,6 +38,7 @@ ZK = "dlock-zk"
 KAZOO = "kazoo-py"
 PG = "dlock-pg"
 PSYCOPG2 = "psycopg2-py"
+LIBPQ = "libpq-c"
 ETCD = "dlock-etcd"
 
 
@@ -244,8 +245,15 @@ def zk_table(m):
 
 
 def pg_table(m):
-    return client_table(m, PG, "pg", PSYCOPG2, "psycopg2 advisory lock, python3",
-                        (BUDGET_PG_RUN_VS_FLOCK, BUDGET_PG_RUN_VS_PSYCOPG2, BUDGET_PG_HANDOVER_RATIO))
+    t = client_table(m, PG, "pg", PSYCOPG2, "psycopg2 advisory lock, python3",
+                     (BUDGET_PG_RUN_VS_FLOCK, BUDGET_PG_RUN_VS_PSYCOPG2, BUDGET_PG_HANDOVER_RATIO))
+    # The floor of any client on libpq: the same lock in a minimal C program
+    # (scripts/bench.d/pq_lock.c). No budget: it shows how close dlock is.
+    d, o = median(m["run"][PG]), median(m["run"][LIBPQ])
+    after_psycopg2 = 6  # flock's three rows, then psycopg2's three
+    t.rows.insert(after_psycopg2, ["run x -- true", ms(d), "libpq C client", ms(o),
+                                   *t.ratio("run x -- true (pg) vs libpq C client", d, o, None)])
+    return t
 
 
 def etcd_table(m):

@@ -10,7 +10,7 @@ import time
 import postgres
 import servers
 from processes import BenchError, Deadline, Timeout
-from report import ETCD, ETCDCTL, KAZOO, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of, tool_version
+from report import ETCD, ETCDCTL, KAZOO, LIBPQ, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of, tool_version
 
 TRIAL_TIMEOUT_S = 10.0
 LOCK_NAME = "x"
@@ -69,6 +69,8 @@ class ServerSections:
         self.backends[PG] = self.pg.url
         self.envs[PG] = {**self.env, "DLOCK_PASSWORD": self.pg.password}
         self.envs[PSYCOPG2] = {**self.env, "PGPASSWORD": self.pg.password}
+        self.envs[LIBPQ] = {**self.env, "PGPASSWORD": self.pg.password}
+        self.pq_lock_conninfo = postgres.libpq_conninfo(self.pg.port)
         postgres.write_psycopg2_lock(self.psycopg2_lock, self.pg.port, LOCK_NAME)
         self.pg_waiting_sql = self.pg.waiting_query(f"dlock {LOCK_NAME}")
 
@@ -107,7 +109,7 @@ class ServerSections:
         client = f"psycopg2 {client[0]} on libpq {client[1]}.{client[2]}" if len(client) == 3 else "psycopg2 (unknown version)"
         return (f"PostgreSQL {s['server_version'].split()[0]} (fsync={s['fsync']}, synchronous_commit="
                 f"{s['synchronous_commit']}: WAL flushed with {s['wal_sync_method']} on "
-                f"{filesystem_of(self.pg.data_dir)}), {client}")
+                f"{filesystem_of(self.pg.data_dir)}), {client}, libpq C client on {self.pq_lock_libpq}")
 
     def verify_redis_used(self, whos):
         # dlock keeps a fence counter per lock name, on at least a majority of
@@ -171,22 +173,27 @@ class ServerSections:
         return self.etcd.keys_under(ETCD_LOCK_PREFIX)[0] >= 2 and self.etcd.watchers() > self.etcd_idle_watchers
 
     def verify_pg_used(self):
-        # Both must take the documented key on the bench's server: while the
-        # bench's own session holds it, dlock finds x busy (exit 75) and the
-        # psycopg2 script waits for it in pg_locks until the bench lets go.
+        # All must take the documented key on the bench's server: while the
+        # bench's own session holds it, dlock finds x busy (exit 75), and the
+        # psycopg2 script and then the libpq C client each wait for it in
+        # pg_locks (one more ungranted request each) until the bench lets go.
         self.pg.hold(f"dlock {LOCK_NAME}")
+        clients = []
         try:
             busy = subprocess.run(self.run_argv(PG), env=self.envs[PG], stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=TRIAL_TIMEOUT_S)
             if busy.returncode != 75:
                 raise BenchError(f"dlock run {LOCK_NAME} on {self.pg.url} exited with {busy.returncode} while the bench "
                                  f"held the lock's key, not 75 (busy): {busy.stderr.strip()}")
-            script = self.spawn(self.run_argv(PSYCOPG2), env=self.envs[PSYCOPG2])
-            self.wait_for_waiter(self.pg_waiter_blocked, script, 0.001)
+            for who, what in ((PSYCOPG2, self.psycopg2_lock), (LIBPQ, self.pq_lock)):
+                clients.append((self.spawn(self.run_argv(who), env=self.envs[who]), what))
+                waiting_before = len(clients) - 1
+                self.wait_for_waiter(lambda: self.pg.waiting(self.pg_waiting_sql) > waiting_before, clients[-1][0], 0.001)
         finally:
             self.pg.let_go(f"dlock {LOCK_NAME}")
         with Deadline(TRIAL_TIMEOUT_S):
-            self.wait(script, self.psycopg2_lock)
+            for pid, what in clients:
+                self.wait(pid, what)
 
     def subscribed(self, who):
         """Subscribed connections on each redis-server who uses (none for file and flock)."""
