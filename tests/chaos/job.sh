@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The chaos suite's critical section, pure bash (no python start-up per job).
+#
+# Run under `dlock run`, with in the environment:
+#   DLOCK_FENCE            the fencing token (from dlock)
+#   CHAOS_REGISTER_PORT    the port of tests/chaos/register.py on 127.0.0.1
+#   CHAOS_SECTION          a unique section id (client id + counter); default
+#                          chaos-<pid>
+# Reads the register with the fence, sleeps a random 0-50 ms, writes value+1.
+# Exit: 0 the write was accepted; 65 the register answered STALE (a newer
+# fence has written: this job lost its lock); 69 the register is unreachable
+# or did not answer.
+port=${CHAOS_REGISTER_PORT:?CHAOS_REGISTER_PORT is not set}
+fence=${DLOCK_FENCE:?DLOCK_FENCE is not set}
+sid=${CHAOS_SECTION:-chaos-$$}
+
+exec 3<>"/dev/tcp/127.0.0.1/$port" || { echo "job: register 127.0.0.1:$port unreachable" >&2; exit 69; }
+printf 'READ %s %s\n' "$fence" "$sid" >&3
+IFS= read -r -t 5 v <&3 || { echo "job: no answer to READ" >&2; exit 69; }
+v=${v%$'\r'}
+[[ $v =~ ^[0-9]+$ ]] || { echo "job: bad READ answer: $v" >&2; exit 69; }
+printf -v d '0.%03d' $((RANDOM % 51))
+sleep "$d"
+printf 'WRITE %s %s %s\n' $((v + 1)) "$fence" "$sid" >&3
+IFS= read -r -t 5 r <&3 || { echo "job: no answer to WRITE" >&2; exit 69; }
+case ${r%$'\r'} in
+  OK) exit 0 ;;
+  STALE) exit 65 ;;
+  *) echo "job: bad WRITE answer: $r" >&2; exit 69 ;;
+esac

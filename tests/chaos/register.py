@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""A fenced register for the chaos suite (python3 standard library only).
+
+    register.py [--port N] [--port-file FILE] [--report FILE]
+
+Listens on 127.0.0.1:PORT (0, the default, picks a free port; the port is
+printed on stdout and written to --port-file). One request per line, one
+reply per line, so that a bash job can talk to it through /dev/tcp:
+
+    READ <fence> <section-id>            -> the current value (an integer)
+    WRITE <value> <fence> <section-id>   -> OK, or STALE when <fence> is lower
+                                            than the highest fence accepted
+
+The highest fence accepted counts READs too (a READ whose fence is lower is
+still answered, and counted as a stale read): a holder that read with fence
+F turns away every later write with a fence < F, so an old holder cannot
+slip a write in between a newer holder's READ and WRITE (which would lose
+an increment although every write carried a fence).
+    STATS                                -> one line of JSON: counters so far
+    DUMP                                 -> writes the report, replies OK FILE
+    anything else                        -> ERR ...
+
+A section is what one section-id did: its READ up to its WRITE. A section
+whose connection closed without a WRITE (its job was killed) ends when the
+connection closed. Every access is recorded with time.time() and
+time.monotonic().
+
+On SIGTERM or SIGINT the report is written (to --report, else to stdout) and
+the server exits 0. The report is one JSON document:
+
+  sections                 number of sections (section-ids seen)
+  overlaps                 pairs of complete sections (different ids) whose
+                           [read, write] intervals overlap
+  open_overlaps            pairs where one section never wrote (its job was
+                           killed): [read, connection closed] overlaps
+  longest_open_overlap_ms  the longest of those
+  overlaps_both_wrote      ... of which both sections had a write accepted
+  longest_overlap_ms       the longest such overlap
+  stale_writes_rejected    writes answered STALE
+  stale_reads              READs with a fence below the highest seen
+  stale_writes_accepted    writes accepted although a different section
+                           with a fence >= theirs had already written
+                           (must be 0)
+  lost_increments          accepted writes whose value was not the previous
+                           accepted value + 1
+  accepted_writes, final_value   (final_value == accepted_writes when no
+                           increment was lost)
+  records                  per section: id, fence, read/write wall and
+                           monotonic times, values, result
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+
+
+class Register:
+    def __init__(self):
+        self.value = 0
+        self.max_seen = None           # highest fence of any READ or accepted WRITE
+        self.max_written = None        # highest fence of an accepted WRITE
+        self.max_written_by = None     # the section that wrote it
+        self.stale_reads = 0
+        self.sections = {}             # id -> record
+        self.order = []                # ids in order of first access
+        self.accepted = 0
+        self.stale_rejected = 0
+        self.stale_accepted = 0
+        self.lost_increments = 0
+        self.errors = 0
+
+    def _section(self, sid, fence):
+        rec = self.sections.get(sid)
+        if rec is None:
+            rec = {"id": sid, "fence": fence, "read_wall": None, "read_mono": None,
+                   "read_value": None, "write_wall": None, "write_mono": None,
+                   "write_value": None, "result": None, "end_mono": None,
+                   "end_wall": None, "closed_without_write": False}
+            self.sections[sid] = rec
+            self.order.append(sid)
+        return rec
+
+    def read(self, fence, sid):
+        rec = self._section(sid, fence)
+        rec["read_wall"], rec["read_mono"] = time.time(), time.monotonic()
+        rec["read_value"] = self.value
+        if self.max_seen is not None and fence < self.max_seen:
+            self.stale_reads += 1
+            rec["stale_read"] = True
+        else:
+            self.max_seen = fence
+        return str(self.value)
+
+    def write(self, value, fence, sid):
+        wall, mono = time.time(), time.monotonic()
+        rec = self._section(sid, fence)
+        rec["write_wall"], rec["write_mono"] = wall, mono
+        rec["end_wall"], rec["end_mono"] = wall, mono
+        rec["write_value"] = value
+        if self.max_seen is not None and fence < self.max_seen:
+            self.stale_rejected += 1
+            rec["result"] = "STALE"
+            return "STALE"
+        if self.max_written is not None and fence <= self.max_written \
+                and self.max_written_by != sid:
+            # another section with the same fence has already written:
+            # two holders were handed one fence
+            self.stale_accepted += 1
+            rec["stale_accepted"] = True
+        if value != self.value + 1:
+            self.lost_increments += 1
+            rec["lost_increment"] = True
+        self.value = value
+        self.max_seen = fence
+        self.max_written, self.max_written_by = fence, sid
+        self.accepted += 1
+        rec["result"] = "OK"
+        return "OK"
+
+    def closed(self, sids):
+        wall, mono = time.time(), time.monotonic()
+        for sid in sids:
+            rec = self.sections.get(sid)
+            if rec is not None and rec["end_mono"] is None:
+                rec["end_wall"], rec["end_mono"] = wall, mono
+                rec["closed_without_write"] = True
+
+    def stats(self):
+        return {"sections": len(self.sections), "value": self.value,
+                "accepted_writes": self.accepted,
+                "stale_writes_rejected": self.stale_rejected,
+                "stale_reads": self.stale_reads,
+                "stale_writes_accepted": self.stale_accepted,
+                "lost_increments": self.lost_increments}
+
+    def report(self):
+        now = time.monotonic()
+        ivs = []
+        for sid in self.order:
+            r = self.sections[sid]
+            start = r["read_mono"] if r["read_mono"] is not None else r["write_mono"]
+            end = r["end_mono"] if r["end_mono"] is not None else now
+            if start is None:
+                continue
+            ivs.append((start, end, sid))
+        ivs.sort()
+        # complete sections ([read, write]) and unfinished ones ([read, close]:
+        # killed before their write) are counted apart
+        complete = {sid for sid in self.order if self.sections[sid]["write_mono"] is not None
+                    and self.sections[sid]["read_mono"] is not None}
+        overlaps, both_wrote, longest, pairs = 0, 0, 0.0, []
+        open_overlaps, open_longest = 0, 0.0
+        active = []  # (end, sid) of earlier sections
+        for start, end, sid in ivs:
+            active = [(e, s) for (e, s) in active if e > start]
+            for e, s in active:
+                if s == sid:
+                    continue
+                ov = min(e, end) - start
+                if ov <= 0:
+                    continue
+                a, b = self.sections[s], self.sections[sid]
+                if s not in complete or sid not in complete:
+                    open_overlaps += 1
+                    open_longest = max(open_longest, ov)
+                else:
+                    overlaps += 1
+                    if a["result"] == "OK" and b["result"] == "OK":
+                        both_wrote += 1
+                    longest = max(longest, ov)
+                if len(pairs) < 200:
+                    pairs.append({"a": s, "b": sid, "overlap_ms": round(ov * 1000, 3),
+                                  "a_fence": a["fence"], "b_fence": b["fence"],
+                                  "a_result": a["result"], "b_result": b["result"]})
+            active.append((end, sid))
+        rep = self.stats()
+        rep.update({"overlaps": overlaps, "overlaps_both_wrote": both_wrote,
+                    "longest_overlap_ms": round(longest * 1000, 3),
+                    "open_overlaps": open_overlaps,
+                    "longest_open_overlap_ms": round(open_longest * 1000, 3),
+                    "final_value": self.value,
+                    "errors": self.errors,
+                    "overlap_pairs": pairs,
+                    "records": [self.sections[s] for s in self.order]})
+        return rep
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--report")
+    args = ap.parse_args()
+    reg = Register()
+    done = None
+
+    def write_report():
+        rep = reg.report()
+        if args.report:
+            tmp = args.report + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(rep, f)
+            os.replace(tmp, args.report)
+        else:
+            json.dump(rep, sys.stdout)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+
+    async def handle(reader, writer):
+        sids = set()
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                parts = line.decode(errors="replace").split()
+                try:
+                    if len(parts) == 3 and parts[0] == "READ":
+                        sids.add(parts[2])
+                        reply = reg.read(int(parts[1]), parts[2])
+                    elif len(parts) == 4 and parts[0] == "WRITE":
+                        sids.add(parts[3])
+                        reply = reg.write(int(parts[1]), int(parts[2]), parts[3])
+                    elif parts == ["STATS"]:
+                        reply = json.dumps(reg.stats())
+                    elif parts == ["DUMP"]:
+                        write_report()
+                        reply = "OK " + (args.report or "-")
+                    else:
+                        reg.errors += 1
+                        reply = "ERR bad request"
+                except ValueError:
+                    reg.errors += 1
+                    reply = "ERR bad number"
+                writer.write(reply.encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            reg.closed(sids)
+            writer.close()
+
+    async def serve():
+        nonlocal done
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for s in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(s, done.set)
+        server = await asyncio.start_server(handle, "127.0.0.1", args.port, backlog=128)
+        port = server.sockets[0].getsockname()[1]
+        if args.port_file:
+            tmp = args.port_file + ".tmp"
+            with open(tmp, "w") as f:
+                f.write("%d\n" % port)
+            os.replace(tmp, args.port_file)
+        print(port, flush=True)
+        async with server:
+            await done.wait()
+        write_report()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
