@@ -148,4 +148,19 @@ public:
   virtual int event_fd() const { return -1; }
 };
 
+// A backend with one acquisition routine: try_acquire() is take() without
+// waiting (and without an interrupt to watch), acquire() take() waiting.
+class TakingBackend : public Backend {
+public:
+  AcquireResult try_acquire(const LockRequest &request) final { return take(request, false, std::nullopt, nullptr); }
+  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+                        const Interrupt &interrupt) final {
+    return take(request, true, deadline, &interrupt);
+  }
+
+protected:
+  virtual AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
+                             const Interrupt *interrupt) = 0;
+};
+
 } // namespace dlock::backend

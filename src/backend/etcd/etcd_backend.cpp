@@ -82,16 +82,9 @@ std::optional<std::int64_t> lease_from_token(const std::string &token) {
   return static_cast<std::int64_t>(std::stoull(token, nullptr, 16));
 }
 
-class EtcdBackend : public Backend {
+class EtcdBackend : public TakingBackend {
 public:
   explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(options_for(config)) {}
-
-  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
-
-  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
-                        const Interrupt &interrupt) override {
-    return take(request, true, deadline, &interrupt);
-  }
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
@@ -321,7 +314,7 @@ private:
   }
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
-                     const Interrupt *interrupt) {
+                     const Interrupt *interrupt) override {
     const std::string prefix = prefix_of(request.name);
     Json holder = Json::object();
     add_holder(holder, request.holder);

@@ -40,16 +40,9 @@ std::string user_of(pid_t pid) {
   return fmt::format("uid{}", info.st_uid);
 }
 
-class FileBackend final : public Backend {
+class FileBackend final : public TakingBackend {
 public:
   explicit FileBackend(const BackendConfig &config) : m_dir(LockDir::open(config.url, config.lock_namespace)) {}
-
-  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
-
-  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
-                        const Interrupt &interrupt) override {
-    return take(request, true, deadline, &interrupt);
-  }
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
     RenewResult result;
@@ -237,7 +230,7 @@ private:
   }
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
-                     const Interrupt *interrupt) {
+                     const Interrupt *interrupt) override {
     const std::string file = LockDir::file_name(request.name);
     for (;;) {
       bool writable = false;

@@ -67,16 +67,9 @@ Keepalive keepalive_for(Millis ttl) {
   return k;
 }
 
-class PostgresBackend : public Backend {
+class PostgresBackend : public TakingBackend {
 public:
   explicit PostgresBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {}
-
-  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
-
-  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
-                        const Interrupt &interrupt) override {
-    return take(request, true, deadline, &interrupt);
-  }
 
   RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
@@ -254,7 +247,7 @@ private:
   }
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
-                     const Interrupt *interrupt) {
+                     const Interrupt *interrupt) override {
     auto connection = connect("dlock:" + request.name, request.ttl);
     std::string key = key_of(request.name);
     std::string comment = note_comment(note_for(request, std::nullopt));

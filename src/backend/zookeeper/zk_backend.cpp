@@ -36,7 +36,7 @@ std::string printable(const std::string &data) {
   return out;
 }
 
-class ZooKeeperBackend : public Backend {
+class ZooKeeperBackend : public TakingBackend {
 public:
   explicit ZooKeeperBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
     const Url &url = config.url;
@@ -70,13 +70,6 @@ public:
             fmt::format("{}: user '{}' has no password (URL, DLOCK_PASSWORD or --password-file)", m_label, *url.user));
       m_digest = *url.user + ":" + *password;
     }
-  }
-
-  AcquireResult try_acquire(const LockRequest &request) override { return take(request, false, std::nullopt, nullptr); }
-
-  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
-                        const Interrupt &interrupt) override {
-    return take(request, true, deadline, &interrupt);
   }
 
   RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
@@ -493,7 +486,7 @@ private:
   }
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
-                     const Interrupt *interrupt) {
+                     const Interrupt *interrupt) override {
     std::string lock = lock_path(m_base, request.name);
     Session &session = this->session(request.ttl);
     Queued queued = enqueue(session, lock, request);
