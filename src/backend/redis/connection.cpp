@@ -155,7 +155,24 @@ void Connection::write_all(const std::string &bytes, Deadline deadline) {
   }
 }
 
+bool Connection::drop_if_closed() {
+  if (m_fd < 0) return false;
+  // A server that restarted since our last request closed this
+  // connection: a request on it would fail although the server is back.
+  pollfd item{m_fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&item, 1, 0) <= 0) return false;
+  bool closed = (item.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0;
+  if (!closed && (item.revents & POLLIN)) {
+    char byte;
+    ssize_t n = ::recv(m_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+  if (closed) close();
+  return closed;
+}
+
 void Connection::send(const std::string &commands, Deadline deadline) {
+  drop_if_closed();
   if (m_fd < 0) connect(deadline);
   if (m_prelude.empty()) {
     write_all(commands, deadline);

@@ -68,6 +68,9 @@ public:
   }
   void close();
   bool is_open() const { return m_fd >= 0; }
+  // Closes the connection if the server has closed its end (it restarted):
+  // the next request then connects anew instead of failing. True if so.
+  bool drop_if_closed();
   int fd() const { return m_fd; }
   const Address &address() const { return m_address; }
   // "redis at host:port" for messages.

@@ -96,7 +96,8 @@ std::vector<NodeAnswer> Nodes::exchange(const std::vector<std::string> &requests
 void Nodes::connect_all(const std::vector<std::string> &requests, Deadline deadline, std::vector<NodeAnswer> &answers) {
   std::vector<std::size_t> needed;
   for (std::size_t i = 0; i < size(); ++i)
-    if (!requests[i].empty() && !m_connections[i]->is_open()) needed.push_back(i);
+    if (!requests[i].empty() && (m_connections[i]->drop_if_closed() || !m_connections[i]->is_open()))
+      needed.push_back(i);
   auto connect_one = [&](std::size_t i) {
     try {
       m_connections[i]->ensure_connected(deadline);

@@ -83,11 +83,27 @@ public:
     if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
     Connection subscriber(master(), m_options);
     bool subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+    bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
+    Millis backoff{50};
     for (;;) {
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
-      Attempt attempt = attempt_once(request, command);
+      Attempt attempt;
+      try {
+        if (pubsub && !subscribed) subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+        attempt = attempt_once(request, command);
+        backoff = Millis(50);
+      } catch (const UnavailableError &away) {
+        // The server is away for a moment (a restart, a failover): a waiter
+        // keeps waiting and tries again, until its own deadline.
+        if (deadline && SteadyClock::now() >= *deadline) throw;
+        detail(1, "waiting on '{}': {}; trying again in {}", request.name, away.what(), format_duration(backoff));
+        auto wake = SteadyClock::now() + backoff;
+        sleep_until(deadline ? std::min(wake, *deadline) : wake, interrupt);
+        backoff = std::min(backoff * 2, Millis(1000));
+        continue;
+      }
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
@@ -99,9 +115,12 @@ public:
       if (subscribed) {
         try {
           subscriber.read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
-        } catch (const Error &lost) {
+        } catch (const UnavailableError &lost) {
+          // Resubscribed before the next attempt (a release published in
+          // between is then not missed).
           detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
-          subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+          subscriber.close();
+          subscribed = false;
         }
       } else {
         sleep_until(wake, interrupt);
