@@ -6,6 +6,10 @@
 #   CHAOS_REGISTER_PORT    the port of tests/chaos/register.py on 127.0.0.1
 #   CHAOS_SECTION          a unique section id (client id + counter); default
 #                          chaos-<pid>
+#   CHAOS_LONG_PCT, CHAOS_LONG_MS   optional: in CHAOS_LONG_PCT percent of
+#                          the sections, hold a random 0..CHAOS_LONG_MS ms
+#                          instead (so that server faults find jobs that
+#                          span renewals)
 # Reads the register with the fence, sleeps a random 0-50 ms, writes value+1.
 # Exit: 0 the write was accepted; 65 the register answered STALE (a newer
 # fence has written: this job lost its lock); 69 the register is unreachable
@@ -20,6 +24,10 @@ IFS= read -r -t 5 v <&3 || { echo "job: no answer to READ" >&2; exit 69; }
 v=${v%$'\r'}
 [[ $v =~ ^[0-9]+$ ]] || { echo "job: bad READ answer: $v" >&2; exit 69; }
 printf -v d '0.%03d' $((RANDOM % 51))
+if [ -n "${CHAOS_LONG_PCT:-}" ] && ((RANDOM % 100 < CHAOS_LONG_PCT)); then
+  ms=$((RANDOM % ${CHAOS_LONG_MS:-1000}))
+  printf -v d '%d.%03d' $((ms / 1000)) $((ms % 1000))
+fi
 sleep "$d"
 printf 'WRITE %s %s %s\n' $((v + 1)) "$fence" "$sid" >&3
 IFS= read -r -t 5 r <&3 || { echo "job: no answer to WRITE" >&2; exit 69; }

@@ -1,0 +1,244 @@
+"""One backend x scenario cell: the register, K client loops, the fault
+loop and the result."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+from .procs import alive, children, killpg, marked
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
+JOB = os.path.join(ROOT, "tests", "chaos", "job.sh")
+REGISTER = os.path.join(ROOT, "tests", "chaos", "register.py")
+
+CLIENT_LOOP = r'''
+i=0
+while [ ! -e "$CHAOS_STOPFILE" ]; do
+  i=$((i+1))
+  export CHAOS_SECTION="c${CHAOS_CID}g${CHAOS_GEN}-$i"
+  "$CHAOS_DLOCK" -q -b "$CHAOS_URL" run "$CHAOS_NAME" --wait 10s --ttl 2s -- "$CHAOS_JOB"
+  echo "$CHAOS_SECTION $? $EPOCHREALTIME" >> "$CHAOS_EXITS"
+done
+'''
+
+
+def register_stats(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"STATS\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
+class Client:
+    def __init__(self, cell, cid):
+        self.cell, self.cid, self.gen = cell, cid, 0
+        self.pid = None
+        self.start()
+
+    def start(self):
+        self.gen += 1
+        env = dict(self.cell.env, CHAOS_CID=str(self.cid), CHAOS_GEN=str(self.gen))
+        with open(self.cell.clientlog, "ab") as err:
+            p = subprocess.Popen(["bash", "-c", CLIENT_LOOP], env=env, cwd=self.cell.dir,
+                                 stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                 start_new_session=True)
+        self.pid = p.pid  # also the process group id
+        p.returncode = 0  # the Reaper reaps it; keep Popen from trying
+
+    def holder(self):
+        """(dlock pid, job pid) if this client's dlock is running its job now."""
+        for d in children(self.pid):
+            for j in children(d):
+                if alive(j):
+                    return d, j
+        return None
+
+
+class Cell:
+    def __init__(self, reaper, backend, url, scenario, args, extra_env, server=None):
+        self.reaper, self.backend, self.url = reaper, backend, url
+        self.scenario = scenario          # a scenarios.Scenario
+        self.server = server              # a backends.ServerControl, or None
+        self.args = args
+        self.dir = tempfile.mkdtemp(prefix="dlock-chaos-%s-%s-" % (backend, scenario.name))
+        self.marker = uuid.uuid4().hex
+        self.stopfile = os.path.join(self.dir, "stop")
+        self.exits = os.path.join(self.dir, "exits")
+        self.clientlog = os.path.join(self.dir, "clients.log")
+        self.report_path = os.path.join(self.dir, "register.json")
+        self.env = dict(os.environ, **extra_env)
+        self.env.update(CHAOS_CELL=self.marker, CHAOS_STOPFILE=self.stopfile,
+                        CHAOS_EXITS=self.exits, CHAOS_DLOCK=DLOCK, CHAOS_URL=url,
+                        CHAOS_NAME="chaos-" + scenario.name, CHAOS_JOB=JOB)
+        self.kills = 0
+        self.pauses = []   # pause-client: section, holder, rc, exit_ms, job_gone_ms
+        self.faults = []   # server faults: kind, member, start/end wall time, ms
+        self.notes = []
+
+    def start_register(self):
+        portfile = os.path.join(self.dir, "port")
+        p = subprocess.Popen([sys.executable, REGISTER, "--port-file", portfile,
+                              "--report", self.report_path],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             start_new_session=True)
+        p.returncode = 0
+        self.register_pid = p.pid
+        deadline = time.monotonic() + 10
+        while not os.path.exists(portfile):
+            if time.monotonic() > deadline or self.reaper.exited(p.pid):
+                raise RuntimeError("the register did not start")
+            time.sleep(0.02)
+        with open(portfile) as f:
+            self.port = int(f.read())
+        self.env["CHAOS_REGISTER_PORT"] = str(self.port)
+
+    def run(self):
+        t_start = time.monotonic()
+        self.scenario.setup(self)
+        self.start_register()
+        self.clients = [Client(self, i) for i in range(self.args.clients)]
+        quick = not self.args.long
+        target = None if quick else -(-10000 // (self.args.cells or len(self.args.scenario_list)))
+        duration = self.args.duration if quick else 3600.0
+        t_end = time.monotonic() + duration
+        next_fault = time.monotonic() + self.scenario.first_fault_s
+        next_stats = time.monotonic() + 1.0
+        while time.monotonic() < t_end:
+            self.reaper.reap()
+            now = time.monotonic()
+            if target is not None and now >= next_stats:
+                next_stats = now + 1.0
+                if register_stats(self.port)["sections"] >= target:
+                    break
+            if now >= next_fault:
+                delay = self.scenario.inject(self)
+                next_fault = time.monotonic() + delay
+                if delay < 0.01:
+                    continue
+            time.sleep(0.01)
+        self.stop_wall = time.time()
+        self.stop_all()
+        self.elapsed = time.monotonic() - t_start
+        return self.result()
+
+    def exit_lines(self):
+        try:
+            with open(self.exits) as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 3:
+                out.append((parts[0], int(parts[1]), float(parts[2])))
+        return out
+
+    def exit_of(self, section):
+        for s, rc, _ in self.exit_lines():
+            if s == section:
+                return rc
+        return None
+
+    def stop_all(self):
+        open(self.stopfile, "w").close()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if all(self.reaper.exited(c.pid) for c in self.clients):
+                break
+            time.sleep(0.05)
+        else:
+            self.notes.append("client loops still running 15 s after stop; killed")
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            left = marked(self.marker)
+            if not left:
+                break
+            for c in self.clients:
+                killpg(c.pid, sig)
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            time.sleep(1)
+            self.reaper.reap()
+        left = marked(self.marker)
+        if left:
+            self.notes.append("processes left after SIGKILL: %s" % left)
+        os.kill(self.register_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while not self.reaper.exited(self.register_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.reaper.reap()
+
+    def result(self):
+        with open(self.report_path) as f:
+            rep = json.load(f)
+        codes, unexpected = {}, {}
+        failed = 0
+        for s, rc, t in self.exit_lines():
+            if t > self.stop_wall:
+                continue
+            codes[rc] = codes.get(rc, 0) + 1
+            if self.scenario.expected_exit(self, s, rc, t):
+                continue
+            failed += 1
+            unexpected[rc] = unexpected.get(rc, 0) + 1
+        holders = [p for p in self.pauses if p["holder"]]
+        rcs = {s: rc for s, rc, _ in self.exit_lines()}
+        for f in self.faults:
+            f["holder_rc"] = rcs.get(f.get("holder"))
+        res = {
+            "backend": self.backend, "scenario": self.scenario.name,
+            "seconds": round(self.elapsed, 1),
+            "sections": rep["sections"], "overlaps": rep["overlaps"],
+            "overlaps_both_wrote": rep["overlaps_both_wrote"],
+            "stale_acc": rep["stale_writes_accepted"],
+            "stale_rej": rep["stale_writes_rejected"],
+            "lost_inc": rep["lost_increments"],
+            "accepted_writes": rep["accepted_writes"], "final_value": rep["final_value"],
+            "longest_ms": rep["longest_overlap_ms"],
+            "open_ovl": rep["open_overlaps"],
+            "open_ms": rep["longest_open_overlap_ms"],
+            "failed": failed, "exit_codes": codes, "unexpected_codes": unexpected,
+            "kills": self.kills,
+            "pauses": self.pauses,
+            "holder_pauses": len(holders),
+            "max_resume_exit_ms": max((p["exit_ms"] or 1e9 for p in holders), default=None),
+            "server_faults": self.faults,
+            "overlaps_allowed": self.scenario.overlaps_allowed(self.backend),
+            "overlap_pairs": rep["overlap_pairs"][:5],
+            "notes": self.notes, "dir": self.dir,
+        }
+        res["failures"] = acceptance(res, self.scenario)
+        if res["failures"] or os.environ.get("CHAOS_KEEP"):
+            res["notes"].append("work directory kept: %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return res
+
+
+def acceptance(r, scenario):
+    f = []
+    if r["stale_acc"] > 0:
+        f.append("%d stale writes accepted" % r["stale_acc"])
+    if r["lost_inc"] > 0:
+        f.append("%d lost increments" % r["lost_inc"])
+    if r["failed"] > 0:
+        f.append("%d unexpected dlock exits (exit codes %s)" % (r["failed"], r["unexpected_codes"]))
+    if r["overlaps_allowed"] is None and r["overlaps"] > 0:
+        f.append("%d overlapping sections (longest %.1f ms)" % (r["overlaps"], r["longest_ms"]))
+    return f + scenario.acceptance(r)

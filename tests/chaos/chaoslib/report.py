@@ -1,0 +1,50 @@
+"""The table of cells and the per-cell details."""
+
+import json
+
+COLS = [("backend", 8), ("scenario", 22), ("sections", 8), ("overlaps", 8), ("stale_acc", 9),
+        ("stale_rej", 9), ("lost_inc", 8), ("longest_ms", 10), ("open_ovl", 8), ("open_ms", 7),
+        ("failed", 6), ("faults", 26), ("ok", 4)]
+
+
+def header():
+    return " ".join(k.ljust(w) for k, w in COLS)
+
+
+def row(r, scenarios):
+    if r.get("skipped"):
+        vals = {k: "-" for k, _ in COLS}
+        vals.update(backend=r["backend"], scenario=r["scenario"], faults=r["skipped"], ok="n/a")
+    else:
+        vals = {k: r.get(k, "") for k, _ in COLS}
+        vals["faults"] = scenarios[r["scenario"]].faults_cell(r)
+        ok = "FAIL" if r["failures"] else "ok"
+        if ok == "ok" and r["overlaps"] and r["overlaps_allowed"]:
+            ok = "ok*"
+        vals["ok"] = ok
+    return " ".join(str(vals[k]).ljust(w) for k, w in COLS)
+
+
+def details(r):
+    lines = []
+    if r.get("skipped"):
+        return lines
+    extra = ["exit codes %s" % json.dumps(r["exit_codes"], sort_keys=True),
+             "accepted writes %d, final value %d" % (r["accepted_writes"], r["final_value"])]
+    if r["pauses"]:
+        extra.append("pauses %s" % json.dumps(r["pauses"]))
+    if r["server_faults"]:
+        extra.append("server faults %s" % json.dumps(
+            [{"member": f["member"], "ms": f["ms"], "holder": f["holder"],
+              "holder_rc": f.get("holder_rc")} for f in r["server_faults"]]))
+    if r["overlaps"]:
+        extra.append("overlaps both wrote %d, first pairs %s"
+                     % (r["overlaps_both_wrote"], json.dumps(r["overlap_pairs"][:3])))
+    lines.append("%s/%s (%.1f s): %s" % (r["backend"], r["scenario"], r["seconds"], "; ".join(extra)))
+    if r["overlaps"] and r["overlaps_allowed"]:
+        lines.append("  allowed overlaps (ok*): %s" % r["overlaps_allowed"])
+    for n in r["notes"]:
+        lines.append("  note: %s" % n)
+    for f in r["failures"]:
+        lines.append("  FAIL: %s" % f)
+    return lines
