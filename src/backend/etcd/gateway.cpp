@@ -103,11 +103,20 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
                                   std::optional<SteadyClock::time_point> answer_by, int interrupt_fd) {
   std::vector<std::string> failures;
   std::size_t count = m_options.endpoints.size();
+  const std::size_t first = m_current;
   for (std::size_t tried = 0; tried < count; ++tried) {
-    std::size_t endpoint = (m_current + tried) % count;
-    auto deadline = SteadyClock::now() + m_options.timeout;
-    if (answer_by) deadline = std::min(deadline, *answer_by);
-    if (SteadyClock::now() >= deadline) break;
+    std::size_t endpoint = (first + tried) % count;
+    auto now = SteadyClock::now();
+    auto deadline = now + m_options.timeout;
+    if (answer_by) {
+      deadline = std::min(deadline, *answer_by);
+      // A request that must be answered by a deadline (a renewal) leaves
+      // the other endpoints half of what is left: a silent member (paused,
+      // cut off) must not use it all up.
+      if (tried + 1 < count)
+        deadline = std::min(deadline, now + std::max<SteadyClock::duration>(Millis(200), (*answer_by - now) / 2));
+    }
+    if (now >= deadline) break;
     // One login per endpoint (nothing promises that a member honours
     // another's simple token), renewed once when etcd says it expired.
     Attempt result;
@@ -128,6 +137,8 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
     if (result.interrupted) return std::nullopt;
     if (!result.answered) {
       failures.push_back(result.failure);
+      // The next request (a retry) starts with the next endpoint.
+      m_current = (endpoint + 1) % count;
       continue;
     }
     if (result.answer.is_object()) {
