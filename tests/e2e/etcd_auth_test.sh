@@ -21,64 +21,29 @@ wrong=Wr0ngPassw0rd
 all_output=$tmpdir/all-output
 : >"$all_output"
 
-# keep: remember what the last capture printed, for the final password check.
-keep() { printf '%s\n%s\n' "$out" "$err" >>"$all_output"; }
-
-# works WHAT CMD...: a run through CMD succeeds; the job records what ps
-# shows of dlock (its parent) and its environment. The password must be in
-# neither.
-job=(sh -c 'ps -ww -o args= -p "$PPID" >"$1/ps.txt"; env >"$1/env.txt"; echo "$DLOCK_FENCE"' job "$tmpdir")
-works() {
-  local what=$1
-  shift
-  rm -f "$tmpdir/ps.txt" "$tmpdir/env.txt"
-  capture "$@" run auth.run -- "${job[@]}"
-  keep
-  [ "$rc" = 0 ] || fail "$what: run exited $rc, expected 0; stderr: $err"
-  [[ $out =~ ^[0-9]+$ ]] || fail "$what: the job saw DLOCK_FENCE='$out'"
-  grep -q "127.0.0.1:$port" "$tmpdir/ps.txt" || fail "$what: ps does not show dlock's URL (is ps working?): $(cat "$tmpdir/ps.txt")"
-  grep -qF -- "$secret" "$tmpdir/ps.txt" && fail "$what: the password shows in ps while the job runs: $(cat "$tmpdir/ps.txt")"
-  local backend_env
-  backend_env=$(grep '^DLOCK_BACKEND=' "$tmpdir/env.txt")
-  case $backend_env in *"$secret"*) fail "$what: the job's DLOCK_BACKEND holds the password: $backend_env" ;; esac
-  case $backend_env in *"127.0.0.1:$port"*) ;; *) fail "$what: the job's DLOCK_BACKEND does not name the server: $backend_env" ;; esac
-}
-
-# refused WHAT CMD...: a run through CMD exits 77 with one line naming
-# authentication or permission, and its job does not run.
-refused() {
-  local what=$1
-  shift
-  rm -f "$tmpdir/ran"
-  capture "$@" run auth.run -- touch "$tmpdir/ran"
-  keep
-  [ "$rc" = 77 ] || fail "$what: exit $rc, expected 77; stdout: $out; stderr: $err"
-  assert_one_line_message "$what" "$err"
-  printf '%s\n' "$err" | grep -qiE 'auth|password|permi|user' || fail "$what: the message names neither authentication nor permission: $err"
-  [ ! -e "$tmpdir/ran" ] || fail "$what: the job ran"
-}
+AUTH_MESSAGE_RE='auth|password|permi|user'
 
 printf '%s\n' "$secret" >"$tmpdir/pw"
 printf '%s\n' "$wrong" >"$tmpdir/wrong-pw"
 chmod 0600 "$tmpdir/pw" "$tmpdir/wrong-pw"
 
-works "DLOCK_PASSWORD" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$user_url"
-works "--password-file" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url" --password-file "$tmpdir/pw"
-works "the password in the URL" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "etcd://dlock:$secret@127.0.0.1:$port"
-works "DLOCK_PASSWORD over a wrong one in the URL" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "etcd://dlock:$wrong@127.0.0.1:$port"
+auth_works "DLOCK_PASSWORD" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$user_url"
+auth_works "--password-file" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url" --password-file "$tmpdir/pw"
+auth_works "the password in the URL" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "etcd://dlock:$secret@127.0.0.1:$port"
+auth_works "DLOCK_PASSWORD over a wrong one in the URL" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "etcd://dlock:$wrong@127.0.0.1:$port"
 
-refused "a wrong DLOCK_PASSWORD" env DLOCK_PASSWORD="$wrong" "$DLOCK_BIN" -b "$user_url"
+auth_refused "a wrong DLOCK_PASSWORD" env DLOCK_PASSWORD="$wrong" "$DLOCK_BIN" -b "$user_url"
 case $err in *"$wrong"*) fail "the message shows the wrong password: $err" ;; esac
-refused "a wrong --password-file" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url" --password-file "$tmpdir/wrong-pw"
-refused "a wrong password in the URL" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "etcd://dlock:$wrong@127.0.0.1:$port"
+auth_refused "a wrong --password-file" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url" --password-file "$tmpdir/wrong-pw"
+auth_refused "a wrong password in the URL" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "etcd://dlock:$wrong@127.0.0.1:$port"
 case $err in *"$wrong"*) fail "the message shows the URL's password: $err" ;; esac
-refused "a user and no password" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url"
-refused "no user at all" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$plain"
-refused "a user that does not exist" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "etcd://nosuchuser@127.0.0.1:$port"
+auth_refused "a user and no password" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$user_url"
+auth_refused "no user at all" env -u DLOCK_PASSWORD "$DLOCK_BIN" -b "$plain"
+auth_refused "a user that does not exist" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "etcd://nosuchuser@127.0.0.1:$port"
 for sub in "status auth.run" "list" "acquire auth.run" "release auth.run --force"; do
   # shellcheck disable=SC2086 # the subcommand and its arguments
   capture env DLOCK_PASSWORD="$wrong" "$DLOCK_BIN" -b "$user_url" $sub
-  keep
+  auth_keep
   [ "$rc" = 77 ] || fail "$sub with a wrong password exited $rc, expected 77; stdout: $out; stderr: $err"
   assert_one_line_message "$sub with a wrong password" "$err"
 done
@@ -88,9 +53,9 @@ done
   "$ETCDCTL" role add reader-role >/dev/null &&
   "$ETCDCTL" role grant-permission reader-role read --prefix=true dlock/ >/dev/null &&
   "$ETCDCTL" user grant-role reader reader-role >/dev/null || fail "could not add the user reader"
-refused "a user who may only read" env DLOCK_PASSWORD=Read3r-pw "$DLOCK_BIN" -b "etcd://reader@127.0.0.1:$port"
+auth_refused "a user who may only read" env DLOCK_PASSWORD=Read3r-pw "$DLOCK_BIN" -b "etcd://reader@127.0.0.1:$port"
 capture env DLOCK_PASSWORD=Read3r-pw "$DLOCK_BIN" -b "etcd://reader@127.0.0.1:$port" status auth.run
-keep
+auth_keep
 [ "$rc" = 3 ] || fail "status by the reader exited $rc, expected 3 (free); stderr: $err"
 
 # With credentials: a holder, a waiter handed the lock by its watch,
@@ -104,7 +69,7 @@ wait_until has_waiter auth.held || fail "the waiter never queued; stderr: $(cat 
 for sub in "status auth.held" "status auth.held --json" "list" "list --json" "ping" "ping --json"; do
   # shellcheck disable=SC2086 # the subcommand and its arguments
   capture "${DL[@]}" $sub
-  keep
+  auth_keep
   [ "$rc" = 0 ] || fail "$sub with credentials exited $rc; stderr: $err"
 done
 release_holder h
@@ -116,20 +81,20 @@ wait_exit "$waiter" 5
 cat "$tmpdir/h.err" "$tmpdir/waiter.err" >>"$all_output"
 
 capture "$DLOCK_BIN" -b "etcd://dlock:$secret@127.0.0.1:$port" -v -v acquire auth.acq --ttl 10s
-keep
+auth_keep
 [ "$rc" = 0 ] || fail "acquire -v -v with the password in the URL exited $rc; stderr: $err"
 token=$out
 capture "${DL[@]}" renew auth.acq "$token" --ttl 10s
-keep
+auth_keep
 [ "$rc" = 0 ] || fail "renew with credentials exited $rc; stderr: $err"
 capture "${DL[@]}" release auth.acq "$token"
-keep
+auth_keep
 [ "$rc" = 0 ] || fail "release with credentials exited $rc; stderr: $err"
 is_free auth.acq || fail "auth.acq is still held after its release"
 
 # An unreadable password file is a configuration error.
 capture "$DLOCK_BIN" -b "$user_url" --password-file "$tmpdir/no-such-file" run auth.run -- touch "$tmpdir/ran"
-keep
+auth_keep
 [ "$rc" = 78 ] || fail "--password-file of a missing file: exit $rc, expected 78; stderr: $err"
 assert_one_line_message "--password-file of a missing file" "$err"
 

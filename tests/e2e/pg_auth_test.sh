@@ -22,75 +22,37 @@ _cleanup_backends+=("$with_pw")
 all_output=$tmpdir/all-output
 : >"$all_output"
 
-# keep: remember what the last capture printed, for the final password check.
-keep() { printf '%s\n%s\n' "$out" "$err" >>"$all_output"; }
-
-# works WHAT CMD...: a run through CMD succeeds; the job records what ps
-# shows of dlock (its parent) and its environment. The password must not be
-# in either. (Not all of ps: with-postgres has nothing secret on its command
-# line, but the test's runner may.)
-job=(sh -c 'ps -ww -o args= -p "$PPID" >"$1/ps.txt"; env >"$1/env.txt"; echo "$DLOCK_FENCE"' job "$tmpdir")
-works() {
-  local what=$1
-  shift
-  rm -f "$tmpdir/ps.txt" "$tmpdir/env.txt"
-  capture "$@" run auth.run -- "${job[@]}"
-  keep
-  [ "$rc" = 0 ] || fail "$what: run exited $rc, expected 0; stderr: $err"
-  [[ $out =~ ^[0-9]+$ ]] || fail "$what: the job saw DLOCK_FENCE='$out'"
-  grep -q "127.0.0.1:$port" "$tmpdir/ps.txt" || fail "$what: ps does not show dlock's URL (is ps working?): $(cat "$tmpdir/ps.txt")"
-  grep -qF -- "$secret" "$tmpdir/ps.txt" && fail "$what: the password shows in ps while the job runs: $(cat "$tmpdir/ps.txt")"
-  local backend_env
-  backend_env=$(grep '^DLOCK_BACKEND=' "$tmpdir/env.txt")
-  case $backend_env in *"$secret"*) fail "$what: the job's DLOCK_BACKEND holds the password: $backend_env" ;; esac
-  case $backend_env in *"127.0.0.1:$port"*) ;; *) fail "$what: the job's DLOCK_BACKEND does not name the server: $backend_env" ;; esac
-}
-
-# refused WHAT CMD...: a run through CMD exits 77 with one line naming
-# authentication or permission, and its job does not run.
-refused() {
-  local what=$1
-  shift
-  rm -f "$tmpdir/ran"
-  capture "$@" run auth.run -- touch "$tmpdir/ran"
-  keep
-  [ "$rc" = 77 ] || fail "$what: exit $rc, expected 77; stdout: $out; stderr: $err"
-  assert_one_line_message "$what" "$err"
-  printf '%s\n' "$err" | grep -qiE 'auth|password|permi' || fail "$what: the message names neither authentication nor permission: $err"
-  [ ! -e "$tmpdir/ran" ] || fail "$what: the job ran"
-}
-
 printf '%s\n' "$secret" >"$tmpdir/pw"
 chmod 0600 "$tmpdir/pw"
 printf '%s\n' "Wr0ng-Passw0rd" >"$tmpdir/wrong-pw"
 chmod 0600 "$tmpdir/wrong-pw"
 
-works "DLOCK_PASSWORD" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
-works "--password-file" "$DLOCK_BIN" -b "$plain" --password-file "$tmpdir/pw"
-works "the password in the URL" "$DLOCK_BIN" -b "$with_pw"
-works "DLOCK_PASSWORD over a wrong one in the URL" \
+auth_works "DLOCK_PASSWORD" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
+auth_works "--password-file" "$DLOCK_BIN" -b "$plain" --password-file "$tmpdir/pw"
+auth_works "the password in the URL" "$DLOCK_BIN" -b "$with_pw"
+auth_works "DLOCK_PASSWORD over a wrong one in the URL" \
   env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "postgresql://dlock:Wr0ng-Passw0rd@127.0.0.1:$port/dlock"
-works "--password-file over a wrong one in the URL" \
+auth_works "--password-file over a wrong one in the URL" \
   "$DLOCK_BIN" -b "postgres://dlock:Wr0ng-Passw0rd@127.0.0.1:$port/dlock" --password-file "$tmpdir/pw"
-works "PGPASSWORD (libpq's own variable)" env PGPASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
+auth_works "PGPASSWORD (libpq's own variable)" env PGPASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
 printf '127.0.0.1:%s:dlock:dlock:%s\n' "$port" "$secret" >"$tmpdir/pgpass"
 chmod 0600 "$tmpdir/pgpass"
-works "a .pgpass file (PGPASSFILE)" env PGPASSFILE="$tmpdir/pgpass" "$DLOCK_BIN" -b "$plain"
+auth_works "a .pgpass file (PGPASSFILE)" env PGPASSFILE="$tmpdir/pgpass" "$DLOCK_BIN" -b "$plain"
 
-refused "a wrong DLOCK_PASSWORD" env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$plain"
+auth_refused "a wrong DLOCK_PASSWORD" env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$plain"
 case $err in *Wr0ng-Passw0rd*) fail "the message shows the wrong password: $err" ;; esac
-refused "a wrong --password-file" "$DLOCK_BIN" -b "$plain" --password-file "$tmpdir/wrong-pw"
-refused "a wrong password in the URL" "$DLOCK_BIN" -b "postgresql://dlock:Wr0ng-Passw0rd@127.0.0.1:$port/dlock"
+auth_refused "a wrong --password-file" "$DLOCK_BIN" -b "$plain" --password-file "$tmpdir/wrong-pw"
+auth_refused "a wrong password in the URL" "$DLOCK_BIN" -b "postgresql://dlock:Wr0ng-Passw0rd@127.0.0.1:$port/dlock"
 case $err in *Wr0ng-Passw0rd*) fail "the message shows the URL's password: $err" ;; esac
-refused "a wrong DLOCK_PASSWORD over the right one in the URL" env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$with_pw"
-refused "no password at all" env PGPASSFILE="$tmpdir/no-pgpass" "$DLOCK_BIN" -b "$plain"
-refused "a role that does not exist" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "postgresql://nosuchrole@127.0.0.1:$port/dlock"
+auth_refused "a wrong DLOCK_PASSWORD over the right one in the URL" env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$with_pw"
+auth_refused "no password at all" env PGPASSFILE="$tmpdir/no-pgpass" "$DLOCK_BIN" -b "$plain"
+auth_refused "a role that does not exist" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "postgresql://nosuchrole@127.0.0.1:$port/dlock"
 
 # A role with a good password but no CONNECT on the database: permission.
 pg_sql "CREATE ROLE outsider LOGIN PASSWORD 'Outs1der-pw'; REVOKE CONNECT ON DATABASE dlock FROM PUBLIC;" >/dev/null
-refused "a role without CONNECT on the database" \
+auth_refused "a role without CONNECT on the database" \
   env DLOCK_PASSWORD=Outs1der-pw "$DLOCK_BIN" -b "postgresql://outsider@127.0.0.1:$port/dlock"
-works "the owner after REVOKE CONNECT FROM PUBLIC" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
+auth_works "the owner after REVOKE CONNECT FROM PUBLIC" env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain"
 
 # status and list refuse a wrong password the same way; ping reports the
 # failure as the state of the server (on stdout, like an unreachable one)
@@ -98,12 +60,12 @@ works "the owner after REVOKE CONNECT FROM PUBLIC" env DLOCK_PASSWORD="$secret" 
 for sub in "status auth.run" "list"; do
   # shellcheck disable=SC2086 # the subcommand and its arguments
   capture env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$plain" $sub
-  keep
+  auth_keep
   [ "$rc" = 77 ] || fail "$sub with a wrong password exited $rc, expected 77; stdout: $out; stderr: $err"
   assert_one_line_message "$sub with a wrong password" "$err"
 done
 capture env DLOCK_PASSWORD=Wr0ng-Passw0rd "$DLOCK_BIN" -b "$plain" ping
-keep
+auth_keep
 case $rc in 77 | 69) ;; *) fail "ping with a wrong password exited $rc, expected 77 or 69; stdout: $out; stderr: $err" ;; esac
 printf '%s\n' "$out$err" | grep -qi 'password authentication failed' || fail "ping with a wrong password does not say why: $out $err"
 
@@ -115,7 +77,7 @@ for how in env url; do
   else
     capture "$DLOCK_BIN" -b "$with_pw" acquire "auth.lock.$how" --ttl 30s
   fi
-  keep
+  auth_keep
   [ "$rc" = 0 ] || fail "acquire ($how) exited $rc; stderr: $err"
   token=$out
   keeper=$(env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain" status "auth.lock.$how" --json | json 'd["holder"]["pid"]')
@@ -125,19 +87,19 @@ for how in env url; do
   tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF -- "$secret" &&
     fail "the keeper's command line holds the password ($how): $(tr '\0' ' ' <"/proc/$keeper/cmdline")"
   capture env DLOCK_PASSWORD="$secret" "$DLOCK_BIN" -b "$plain" release "auth.lock.$how" "$token"
-  keep
+  auth_keep
   [ "$rc" = 0 ] || fail "release ($how) exited $rc; stderr: $err"
 done
 
 # -v output, status, list and ping are free of the password too.
 capture "$DLOCK_BIN" -b "$with_pw" -v -v run auth.run -- true
-keep
+auth_keep
 [ "$rc" = 0 ] || fail "run -v -v exited $rc; stderr: $err"
 start_holder h auth.held --ttl 30s
 for sub in "status auth.held" "status auth.held --json" "list" "list --json" "ping" "ping --json"; do
   # shellcheck disable=SC2086 # the subcommand and its arguments
   capture "$DLOCK_BIN" -b "$with_pw" $sub
-  keep
+  auth_keep
   [ "$rc" = 0 ] || fail "$sub with the password in the URL exited $rc; stderr: $err"
 done
 release_holder h
@@ -146,7 +108,7 @@ cat "$tmpdir/h.err" >>"$all_output"
 
 # An unreadable password file is a configuration error.
 capture "$DLOCK_BIN" -b "$plain" --password-file "$tmpdir/no-such-file" run auth.run -- touch "$tmpdir/ran"
-keep
+auth_keep
 [ "$rc" = 78 ] || fail "--password-file of a missing file: exit $rc, expected 78; stderr: $err"
 assert_one_line_message "--password-file of a missing file" "$err"
 
