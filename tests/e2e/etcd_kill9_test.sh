@@ -12,25 +12,9 @@ use_etcd
 
 name=k9
 ttl_ms=1000
-# The holder runs below a subshell that reports its pid and status, so that
-# this shell does not print a "Killed" job notice when dlock dies of SIGKILL.
-(
-  "${DL[@]}" run "$name" --ttl 1s -- sh -c 'echo "$DLOCK_FENCE" >"$1.fence"; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
-    sh "$tmpdir/child.pid" </dev/null >/dev/null 2>"$tmpdir/holder.err" &
-  echo $! >"$tmpdir/dlock.pid"
-  wait $!
-  echo $? >"$tmpdir/dlock.rc"
-) 2>/dev/null &
-wrapper=$!
-track "$wrapper"
-wait_until test -s "$tmpdir/dlock.pid" || fail "dlock did not start"
-dlock_pid=$(cat "$tmpdir/dlock.pid")
-track "$dlock_pid"
-wait_until test -s "$tmpdir/child.pid" || fail "the job did not start; stderr: $(cat "$tmpdir/holder.err")"
-child=$(cat "$tmpdir/child.pid")
-track "$child"
-wait_until grep -qx sleep "/proc/$child/comm" || fail "the job never became 'sleep'"
-holder_fence=$(cat "$tmpdir/child.pid.fence")
+start_job "$name" --ttl 1s
+dlock_pid=$JOB_DLOCK_PID child=$JOB_PID wrapper=$JOB_WRAPPER
+holder_fence=$(cat "$tmpdir/job.pid.fence")
 lease=$(etcd_keys "dlock/$name/" | json 'd[0]["lease"]')
 granted=$("$ETCDCTL" lease timetolive "$lease" -w json | json 'd["granted-ttl"]')
 [ "$granted" = 1 ] || fail "--ttl 1s gave the lock's lease a TTL of $granted s, expected 1"
@@ -46,7 +30,7 @@ wait_until has_waiter "$name" || fail "the waiter never queued; stderr: $(cat "$
 # The holder keeps its lease alive meanwhile: kill it right after a
 # keep-alive landed, so that the lease has (nearly) its full T left.
 etcd_wait_renewed
-is_alive "$dlock_pid" || fail "the holder ended before the kill; stderr: $(cat "$tmpdir/holder.err")"
+is_alive "$dlock_pid" || fail "the holder ended before the kill; stderr: $(cat "$tmpdir/job.err")"
 
 killed=$(now_ms)
 kill -KILL "$dlock_pid"

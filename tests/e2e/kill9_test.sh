@@ -3,25 +3,8 @@
 SCENARIO="kill -9 frees the lock"
 . "$(dirname "$0")/lib.sh"
 
-# dlock runs below a subshell that reports its pid and status, so that this
-# shell does not print a "Killed" job notice when dlock dies of SIGKILL.
-(
-  "${DL[@]}" run k -- sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' sh "$tmpdir/child.pid" \
-    </dev/null >/dev/null 2>"$tmpdir/err" &
-  echo $! >"$tmpdir/dlock.pid"
-  wait $!
-  echo $? >"$tmpdir/dlock.rc"
-) 2>/dev/null &
-wrapper=$!
-track "$wrapper"
-wait_until test -s "$tmpdir/dlock.pid" || fail "dlock did not start"
-dlock_pid=$(cat "$tmpdir/dlock.pid")
-track "$dlock_pid"
-wait_until test -s "$tmpdir/child.pid" || fail "the child did not start; stderr: $(cat "$tmpdir/err")"
-child=$(cat "$tmpdir/child.pid")
-track "$child"
-# Wait until the child is the sleep itself, so that we kill a settled process.
-wait_until grep -qx sleep "/proc/$child/comm" || fail "the child never became 'sleep'"
+start_job k
+dlock_pid=$JOB_DLOCK_PID child=$JOB_PID wrapper=$JOB_WRAPPER
 is_held k || fail "lock k is not held while its job runs"
 
 kill -KILL "$dlock_pid"

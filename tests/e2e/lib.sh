@@ -330,22 +330,25 @@ _contender() {
 # start_job NAME [run options...]: starts `dlock run NAME [options]` over a
 # job that blocks (sleep 1000), below a subshell that records dlock's exit
 # status and the moment it exits (for check_job_stopped). dlock's stderr goes
-# to $tmpdir/job.err. Returns once the job runs `sleep`; sets JOB_PID (the
-# job) and JOB_DLOCK_PID.
+# to $tmpdir/job.err, the job's DLOCK_FENCE to $tmpdir/job.pid.fence. Returns
+# once the job runs `sleep`; sets JOB_PID (the job), JOB_DLOCK_PID and
+# JOB_WRAPPER (the subshell; it prints no "Killed" notice if dlock is
+# killed).
 start_job() {
   local name=$1
   shift
-  rm -f "$tmpdir/job.pid" "$tmpdir/dlock.pid" "$tmpdir/dlock.rc" "$tmpdir/dlock.exit_ms"
+  rm -f "$tmpdir/job.pid" "$tmpdir/job.pid.fence" "$tmpdir/dlock.pid" "$tmpdir/dlock.rc" "$tmpdir/dlock.exit_ms"
   (
-    "${DL[@]}" run "$name" "$@" -- sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' sh "$tmpdir/job.pid" \
-      </dev/null >/dev/null 2>"$tmpdir/job.err" &
+    "${DL[@]}" run "$name" "$@" -- sh -c 'echo "$DLOCK_FENCE" >"$1.fence"; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
+      sh "$tmpdir/job.pid" </dev/null >/dev/null 2>"$tmpdir/job.err" &
     echo $! >"$tmpdir/dlock.pid"
     wait $!
     echo $? >"$tmpdir/dlock.rc.tmp"
     now_ms >"$tmpdir/dlock.exit_ms"
     mv "$tmpdir/dlock.rc.tmp" "$tmpdir/dlock.rc"
-  ) &
-  track $!
+  ) 2>/dev/null &
+  JOB_WRAPPER=$!
+  track "$JOB_WRAPPER"
   wait_until test -s "$tmpdir/dlock.pid" || fail "dlock run $name did not start"
   JOB_DLOCK_PID=$(cat "$tmpdir/dlock.pid")
   track "$JOB_DLOCK_PID"

@@ -24,26 +24,10 @@ ttl_case() {
 ttl_case 90s 60000
 ttl_case 100ms $((2 * DLOCK_TEST_ZK_TICK_MS))
 ttl_case 5s 5000
-# The holder runs below a subshell that reports its pid and status, so that
-# this shell does not print a "Killed" job notice when dlock dies of SIGKILL.
-(
-  "${DL[@]}" -v run "$name" --ttl 2s -- sh -c 'echo "$DLOCK_FENCE" >"$1.fence"; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
-    sh "$tmpdir/child.pid" </dev/null >/dev/null 2>"$tmpdir/holder.err" &
-  echo $! >"$tmpdir/dlock.pid"
-  wait $!
-  echo $? >"$tmpdir/dlock.rc"
-) 2>/dev/null &
-wrapper=$!
-track "$wrapper"
-wait_until test -s "$tmpdir/dlock.pid" || fail "dlock did not start"
-dlock_pid=$(cat "$tmpdir/dlock.pid")
-track "$dlock_pid"
-wait_until test -s "$tmpdir/child.pid" || fail "the job did not start; stderr: $(cat "$tmpdir/holder.err")"
-child=$(cat "$tmpdir/child.pid")
-track "$child"
-wait_until grep -qx sleep "/proc/$child/comm" || fail "the job never became 'sleep'"
-holder_fence=$(cat "$tmpdir/child.pid.fence")
-ttl_ms=$(zk_session_timeout_ms "$tmpdir/holder.err")
+start_job "$name" -v --ttl 2s
+dlock_pid=$JOB_DLOCK_PID child=$JOB_PID wrapper=$JOB_WRAPPER
+holder_fence=$(cat "$tmpdir/job.pid.fence")
+ttl_ms=$(zk_session_timeout_ms "$tmpdir/job.err")
 [ "$ttl_ms" = 2000 ] || fail "--ttl 2s gave a session timeout of $ttl_ms ms, expected 2000 (the server allows $((2 * DLOCK_TEST_ZK_TICK_MS)) ms to 60 s)"
 is_held "$name" || fail "the lock is not held while the job runs"
 
