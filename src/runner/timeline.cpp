@@ -10,7 +10,7 @@ Millis safety_margin(Millis ttl) { return std::min(Millis(100), ttl / 20); }
 
 Millis effective_kill_after(Millis ttl, Millis kill_after) {
   auto lease_ms = static_cast<double>(ttl.count());
-  auto room = Millis(static_cast<Millis::rep>(lease_ms * (1.0 - k_drift) - lease_ms / 2.0)) - safety_margin(ttl);
+  auto room = Millis(static_cast<Millis::rep>(lease_ms * (1.0 - k_drift) - lease_ms * 2.0 / 3.0)) - safety_margin(ttl);
   return std::clamp(kill_after, Millis(0), std::max(room, Millis(0)));
 }
 

@@ -15,8 +15,9 @@ using SteadyClock = std::chrono::steady_clock;
 // be gone by
 //     kill_at = t0 + 0.99*T - margin          (SIGKILL)
 //     term_at = kill_at - K                    (SIGTERM)
-// K is --kill-after, capped so that SIGTERM never comes before t0 + T/2:
-// the renewal due at t0 + T/3 and a few quick retries get their chance first.
+// K is --kill-after, capped so that SIGTERM never comes before t0 + 2T/3:
+// the renewal due at t0 + T/3 and its quick retries get a whole third of the
+// lease (a slow network's round trips included) before the job is stopped.
 struct Deadlines {
   SteadyClock::time_point term_at;
   SteadyClock::time_point kill_at;

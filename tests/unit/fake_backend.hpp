@@ -25,6 +25,7 @@ public:
   int news_fd = -1; // what event_fd() returns
   mutable std::atomic<int> calls_during_release{0};
   Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
+  Millis renew_latency{0};     // a confirmed renewal's answer comes this long after it was sent
 
   backend::AcquireResult try_acquire(const backend::LockRequest &request) override {
     std::lock_guard lock(m_mutex);
@@ -45,6 +46,7 @@ public:
                              std::optional<backend::SteadyClock::time_point>) override {
     backend::RenewResult result;
     auto sent_at = backend::SteadyClock::now();
+    if (renew_latency > Millis(0)) std::this_thread::sleep_for(renew_latency); // a slow network
     std::unique_lock lock(m_mutex);
     renew_times.push_back(sent_at);
     RenewMode mode = static_cast<int>(renew_times.size()) <= confirm_first ? RenewMode::confirm : renew_mode;

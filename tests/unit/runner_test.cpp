@@ -67,8 +67,10 @@ TEST_CASE("the kill deadline leaves 1% drift and the margin before t0 + T") {
 
   auto short_lease = runner::compute_deadlines(t0, 1000ms, 5s);
   CHECK(short_lease.kill_at == t0 + 990ms - 50ms);
-  // K is capped so that SIGTERM never comes before t0 + T/2.
-  CHECK(short_lease.term_at >= t0 + 500ms);
+  // K is capped so that SIGTERM never comes before t0 + 2T/3: the renewal
+  // due at T/3 has a whole third of the lease to be confirmed.
+  CHECK(short_lease.term_at >= t0 + 666ms);
+  CHECK(short_lease.term_at <= t0 + 667ms);
   CHECK(short_lease.kill_after < 5s);
 }
 
@@ -102,6 +104,16 @@ TEST_CASE("confirmed renewals keep the child running well past T") {
   CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "sleep 1; exit 3"}, 300ms)) == 3);
   CHECK(ms_between(started, SteadyClock::now()) >= 1000);
   CHECK(backend.confirmed.size() >= 2);
+}
+
+TEST_CASE("a renewal answered after a quarter of the lease keeps the child running") {
+  // A slow network: each answer takes T/4. The renewal sent at T/3 is
+  // confirmed at 7T/12, before SIGTERM (not before 2T/3). With SIGTERM at
+  // T/2, as before, the job was stopped (found by scripts/chaos net-delay).
+  FakeBackend backend;
+  backend.renew_latency = 300ms;
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", "sleep 2.5"}, 1200ms)) == 0);
+  CHECK(backend.confirmed.size() >= 4);
 }
 
 TEST_CASE("a refused renewal stops the child at once and exits with the lost code") {

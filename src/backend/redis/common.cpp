@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <poll.h>
 
 namespace dlock::backend::redis {
 
@@ -134,6 +135,24 @@ Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis 
   Millis left = std::min(holder_pttl > 0 ? Millis(holder_pttl) : Millis(50), cap);
   Millis spread = std::clamp(left / 10, Millis(5), Millis(200));
   return now + left + Millis(std::uniform_int_distribution<long>(0, spread.count())(random));
+}
+
+void sleep_until(Clock::time_point wake, const Interrupt &interrupt) {
+  pollfd item{interrupt.fd(), POLLIN, 0};
+  for (;;) {
+    auto left = std::chrono::ceil<Millis>(wake - Clock::now()).count();
+    if (left <= 0 || interrupt.requested()) return;
+    poll(&item, item.fd >= 0 ? 1 : 0, static_cast<int>(left));
+  }
+}
+
+void AwayBackoff::ride_out(const UnavailableError &away, const std::string &name,
+                           std::optional<Clock::time_point> deadline, const Interrupt &interrupt) {
+  if (deadline && Clock::now() >= *deadline) throw; // `away`, still being handled
+  detail(1, "waiting on '{}': {}; trying again in {}", name, away.what(), format_duration(m_next));
+  auto wake = Clock::now() + m_next;
+  sleep_until(deadline ? std::min(wake, *deadline) : wake, interrupt);
+  m_next = std::min(m_next * 2, Millis(1000));
 }
 
 bool subscribe(Connection &subscriber, const std::string &channel, Deadline deadline) {

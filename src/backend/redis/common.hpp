@@ -2,6 +2,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/redis/connection.hpp"
+#include "core/error.hpp"
 
 #include <map>
 #include <optional>
@@ -59,6 +60,24 @@ void warn_about_eviction(const std::string &address, const std::string &policy);
 // lease could have run out (`holder_pttl`, or 50ms when unknown; at most
 // `cap`), plus jitter, so that waiters do not stampede.
 Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis cap, std::minstd_rand &random);
+
+// Sleeps until `wake`, or until a signal is requested.
+void sleep_until(Clock::time_point wake, const Interrupt &interrupt);
+
+// A waiter's answer to a server (or a quorum) that is away for a moment (a
+// restart, a failover, a slow or cut network): it keeps waiting and tries
+// again after 50ms, doubling to 1s, until its own deadline. Call ride_out
+// from the handler of the UnavailableError `away`: past `deadline` it
+// rethrows it; otherwise it says so (-v), sleeps and returns.
+class AwayBackoff {
+public:
+  void ride_out(const UnavailableError &away, const std::string &name, std::optional<Clock::time_point> deadline,
+                const Interrupt &interrupt);
+  void reset() { m_next = Millis(50); }
+
+private:
+  Millis m_next{50};
+};
 
 // SUBSCRIBEs `subscriber` to `channel` by `deadline`: true when subscribed,
 // false (connection closed) when the server refuses (an ACL without the

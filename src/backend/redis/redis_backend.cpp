@@ -86,22 +86,16 @@ public:
     bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
-    Millis backoff{50};
+    AwayBackoff backoff;
     for (;;) {
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
       Attempt attempt;
       try {
         if (pubsub && !subscribed) subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
         attempt = attempt_once(request, command);
-        backoff = Millis(50);
+        backoff.reset();
       } catch (const UnavailableError &away) {
-        // The server is away for a moment (a restart, a failover): a waiter
-        // keeps waiting and tries again, until its own deadline.
-        if (deadline && SteadyClock::now() >= *deadline) throw;
-        detail(1, "waiting on '{}': {}; trying again in {}", request.name, away.what(), format_duration(backoff));
-        auto wake = SteadyClock::now() + backoff;
-        sleep_until(deadline ? std::min(wake, *deadline) : wake, interrupt);
-        backoff = std::min(backoff * 2, Millis(1000));
+        backoff.ride_out(away, request.name, deadline, interrupt);
         continue;
       }
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
@@ -364,15 +358,6 @@ private:
     Reply role = checked(connection.call({"ROLE"}));
     if (role.type == Reply::Type::array && !role.elements.empty() && role.elements[0].str != "master")
       throw UnavailableError(message);
-  }
-
-  static void sleep_until(SteadyClock::time_point wake, const Interrupt &interrupt) {
-    pollfd item{interrupt.fd(), POLLIN, 0};
-    for (;;) {
-      auto left = std::chrono::ceil<Millis>(wake - SteadyClock::now()).count();
-      if (left <= 0 || interrupt.requested()) return;
-      poll(&item, item.fd >= 0 ? 1 : 0, static_cast<int>(left));
-    }
   }
 
   BackendConfig m_config;

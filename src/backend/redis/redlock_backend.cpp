@@ -79,11 +79,20 @@ public:
     // Woken by a release on any node; subscribed before the next attempt,
     // so a release between that attempt and the wait is not missed.
     std::vector<std::unique_ptr<Connection>> subscribers = subscribe_all(keys.channel, request.ttl);
+    AwayBackoff backoff;
     for (;;) {
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-      attempt = attempt_once(request);
+      try {
+        attempt = attempt_once(request);
+        backoff.reset();
+      } catch (const UnavailableError &away) {
+        // No quorum for a moment (nodes restarting, a cut or slow network):
+        // a waiter keeps waiting, as on a single Redis server.
+        backoff.ride_out(away, request.name, deadline, interrupt);
+        continue;
+      }
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       now = SteadyClock::now();
       if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
