@@ -11,7 +11,11 @@ Topology made by Netns.setup():
 
 A client run inside the namespace (Netns.exec_prefix() + argv) connects to
 host_addr:LPORT; a Forwarder in the root namespace (an asyncio TCP proxy in a
-thread of this process) relays to 127.0.0.1:PORT. Nothing of the host's own
+thread of this process) relays to 127.0.0.1:PORT. Or, after route_loopback(), no
+forwarder: the namespace's 127.0.0.0/8 goes through the veth to the root
+namespace's loopback (route_localnet on the pair), URLs stay unchanged and
+the servers talk to the client's own address (a partition then silences
+their keepalives too, as on a real network). Nothing of the host's own
 interfaces, routes or firewall is touched: only the veth pair, its /30 (a
 block of 10.254.0.0/16 that no address or route of the host overlaps, chosen
 under a lock file) and static neighbour entries on the pair.
@@ -266,6 +270,7 @@ class Netns:
         self.partitioned = None
         self.delay_ms = 0
         self.use_netem = None
+        self.direct = False
         self._lt = None
         self._ctl = None
         self._closed = False
@@ -400,10 +405,30 @@ class Netns:
         self.forwarders[port] = f
         return self.host_addr, f.listen_port
 
+    def route_loopback(self):
+        """No forwarder: the namespace's 127.0.0.0/8 is routed through the
+        veth to the root namespace, so a client inside reaches the servers'
+        loopback ports directly (URLs unchanged) and the servers see the
+        client's own address: in a partition their keepalives go unanswered
+        as over a real network (a forwarder would answer them). Its lo is
+        emptied and brought down (127.0.0.1 is not local in there any more) and
+        route_localnet is set on the two ends of this veth pair only."""
+        n = self.name
+        _run(["ip", "addr", "flush", "dev", "lo"], ns=n)
+        _run(["ip", "link", "set", "lo", "down"], ns=n)
+        _run(["sysctl", "-qw", "net.ipv4.conf.%s.route_localnet=1" % self.root_link])
+        _run(["sysctl", "-qw", "net.ipv4.conf.%s.route_localnet=1" % self.ns_link], ns=n)
+        _run(["sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"], ns=n)
+        _run(["ip", "route", "add", "127.0.0.0/8", "via", self.host_addr, "dev",
+              self.ns_link, "src", self.client_addr], ns=n)
+        self.direct = True
+
     def url(self, url):
         def sub(m):
             addr, lport = self.forward(int(m.group(2)))
             return "%s:%d" % (addr, lport)
+        if self.direct:
+            return url
         return re.sub(r"(127\.0\.0\.1|localhost):(\d+)", sub, url)
 
     # -- faults

@@ -160,6 +160,19 @@ class ServerControl:
             return [e["DLOCK_TEST_NODE_CLI_%d" % i] for i in range(1, self.n + 1)]
         return []
 
+    def allow_clients(self, net):
+        """Let clients from NET (the chaos suite's private namespaces, which
+        reach the servers' loopback ports through their veth) in where a
+        server only admits loopback clients: redis's protected mode (the
+        servers still listen on 127.0.0.1 only), PostgreSQL's pg_hba.conf
+        (scram-sha-256, as for 127.0.0.1)."""
+        for cli in self.clis():
+            _run([cli, "CONFIG", "SET", "protected-mode", "no"])
+        if self.backend == "postgres":
+            with open(os.path.join(os.environ["DLOCK_TEST_PG_DATA"], "pg_hba.conf"), "a") as f:
+                f.write("host    all  all       %s   scram-sha-256\n" % net)
+            _run([os.environ["DLOCK_TEST_PG_PSQL"], "-qAtc", "SELECT pg_reload_conf()"])
+
     def enable_persistence(self):
         """redis/redlock: give every server appendonly yes with appendfsync
         always, in an AOF directory of its own, by appending that to its

@@ -24,7 +24,7 @@ i=0
 while [ ! -e "$CHAOS_STOPFILE" ]; do
   i=$((i+1))
   export CHAOS_SECTION="c${CHAOS_CID}g${CHAOS_GEN}-$i"
-  "$CHAOS_DLOCK" -q -b "$CHAOS_URL" run "$CHAOS_NAME" --wait 10s --ttl 2s -- "$CHAOS_JOB"
+  "$CHAOS_DLOCK" -q -b "$CHAOS_URL" run "$CHAOS_NAME" --wait 10s --ttl 2s -- $CHAOS_JOB_PREFIX "$CHAOS_JOB"
   echo "$CHAOS_SECTION $? $EPOCHREALTIME" >> "$CHAOS_EXITS"
 done
 '''
@@ -50,9 +50,10 @@ class Client:
 
     def start(self):
         self.gen += 1
-        env = dict(self.cell.env, CHAOS_CID=str(self.cid), CHAOS_GEN=str(self.gen))
+        prefix, extra = self.cell.scenario.client(self.cell, self.cid)
+        env = dict(self.cell.env, CHAOS_CID=str(self.cid), CHAOS_GEN=str(self.gen), **extra)
         with open(self.cell.clientlog, "ab") as err:
-            p = subprocess.Popen(["bash", "-c", CLIENT_LOOP], env=env, cwd=self.cell.dir,
+            p = subprocess.Popen(prefix + ["bash", "-c", CLIENT_LOOP], env=env, cwd=self.cell.dir,
                                  stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                  start_new_session=True)
         self.pid = p.pid  # also the process group id
@@ -82,7 +83,8 @@ class Cell:
         self.env = dict(os.environ, **extra_env)
         self.env.update(CHAOS_CELL=self.marker, CHAOS_STOPFILE=self.stopfile,
                         CHAOS_EXITS=self.exits, CHAOS_DLOCK=DLOCK, CHAOS_URL=url,
-                        CHAOS_NAME="chaos-" + scenario.name, CHAOS_JOB=JOB)
+                        CHAOS_NAME="chaos-" + scenario.name, CHAOS_JOB=JOB,
+                        CHAOS_JOB_PREFIX="")
         self.kills = 0
         self.pauses = []   # pause-client: section, holder, rc, exit_ms, job_gone_ms
         self.faults = []   # server faults: kind, member, start/end wall time, ms
@@ -108,6 +110,12 @@ class Cell:
     def run(self):
         t_start = time.monotonic()
         self.scenario.setup(self)
+        try:
+            return self._run(t_start)
+        finally:
+            self.scenario.teardown(self)
+
+    def _run(self, t_start):
         self.start_register()
         self.clients = [Client(self, i) for i in range(self.args.clients)]
         quick = not self.args.long
@@ -187,6 +195,7 @@ class Cell:
     def result(self):
         with open(self.report_path) as f:
             rep = json.load(f)
+        self.records = {x["id"]: x for x in rep["records"]}
         codes, unexpected = {}, {}
         failed = 0
         for s, rc, t in self.exit_lines():
@@ -223,6 +232,7 @@ class Cell:
             "overlap_pairs": rep["overlap_pairs"][:5],
             "notes": self.notes, "dir": self.dir,
         }
+        res.update(self.scenario.result(self))
         res["failures"] = acceptance(res, self.scenario)
         if res["failures"] or os.environ.get("CHAOS_KEEP"):
             res["notes"].append("work directory kept: %s" % self.dir)

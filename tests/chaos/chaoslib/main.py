@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from . import backends, report, scenarios, server_faults  # noqa: F401 (registers)
+from . import net_faults  # noqa: F401 (registers)
 from .cell import DLOCK, ROOT, Cell
 from .procs import Reaper, log
 
@@ -86,7 +87,7 @@ def run_outer(args, entry):
                 print(report.row(r, SCENARIOS), flush=True)
             res_b.extend(res)
         for n in skipped:
-            r = {"backend": b, "scenario": n, "skipped": "no server to fault" if b == "file" else "redis/redlock only", "failures": []}
+            r = {"backend": b, "scenario": n, "skipped": SCENARIOS[n].skip_reason(b), "failures": []}
             print(report.row(r, SCENARIOS), flush=True)
             res_b.append(r)
         order = {n: i for i, n in enumerate(args.scenario_list)}

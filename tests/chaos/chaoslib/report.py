@@ -37,6 +37,8 @@ def details(r):
         extra.append("server faults %s" % json.dumps(
             [{"member": f["member"], "ms": f["ms"], "holder": f["holder"],
               "holder_rc": f.get("holder_rc")} for f in r["server_faults"]]))
+    if r.get("net_stops"):
+        extra.append("partitioned holders %s" % json.dumps(r["net_stops"]))
     if r["overlaps"]:
         extra.append("overlaps both wrote %d, first pairs %s"
                      % (r["overlaps_both_wrote"], json.dumps(r["overlap_pairs"][:3])))

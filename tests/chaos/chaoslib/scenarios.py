@@ -37,11 +37,23 @@ class Scenario:
         """False: the cell is not run (reported as skipped)."""
         return True
 
+    def skip_reason(self, backend):
+        return "not for this backend"
+
     def topology(self, backend):
         return "single"
 
     def setup(self, cell):
         pass
+
+    def teardown(self, cell):
+        """After the clients stopped (always called once setup ran)."""
+        pass
+
+    def client(self, cell, cid):
+        """(argv prefix, extra environment) for client CID's loop: how it is
+        started (e.g. in a network namespace) and its URL."""
+        return [], {}
 
     def inject(self, cell):
         """Inject one fault; the seconds until the next call."""
@@ -58,6 +70,10 @@ class Scenario:
 
     def acceptance(self, r):
         return []
+
+    def result(self, cell):
+        """Entries of the scenario's own for the cell's result."""
+        return {}
 
     def faults_cell(self, r):
         return "-"

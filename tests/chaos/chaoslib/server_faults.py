@@ -30,6 +30,9 @@ class ServerFault(Scenario):
     def applies(self, backend):
         return backend in SERVER_BACKENDS
 
+    def skip_reason(self, backend):
+        return "no server to fault"
+
     def topology(self, backend):
         return "cluster" if backend in ("zk", "etcd") else "single"
 
@@ -124,6 +127,9 @@ class ServerRestartPersist(ServerRestart):
 
     def applies(self, backend):
         return backend in ("redis", "redlock")
+
+    def skip_reason(self, backend):
+        return "redis/redlock only"
 
     def setup(self, cell):
         super().setup(cell)
