@@ -12,12 +12,19 @@ import tempfile
 import time
 import uuid
 
+from .observer import Observer, outlived
 from .procs import alive, children, killpg, marked
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
 JOB = os.path.join(ROOT, "tests", "chaos", "job.sh")
 REGISTER = os.path.join(ROOT, "tests", "chaos", "register.py")
+
+# A job's last register access (its connection's close when it is killed)
+# and the backend's drop of its lock can come from the same exit: the
+# observer's "gone" is later than the drop, the register stamps the close a
+# little after it happened
+OUTLIVED_TOLERANCE_MS = 5.0
 
 CLIENT_LOOP = r'''
 i=0
@@ -117,6 +124,9 @@ class Cell:
 
     def _run(self, t_start):
         self.start_register()
+        # the backend's own view of the lock, from the root namespace
+        self.observer = Observer(self.backend, self.url, self.env["CHAOS_NAME"],
+                                 {k: v for k, v in self.env.items() if k.startswith("DLOCK_")}).start()
         self.clients = [Client(self, i) for i in range(self.args.clients)]
         quick = not self.args.long
         target = None if quick else -(-10000 // (self.args.cells or len(self.args.scenario_list)))
@@ -139,6 +149,7 @@ class Cell:
             time.sleep(0.01)
         self.stop_wall = time.time()
         self.stop_all()
+        self.observations = self.observer.stop()
         self.elapsed = time.monotonic() - t_start
         return self.result()
 
@@ -162,15 +173,18 @@ class Cell:
         return None
 
     def stop_all(self):
+        # The loops end after their current dlock; a job running now gets
+        # 2 s to finish, then every loop's process group gets SIGTERM (a
+        # waiting dlock ends its wait, a holder's dlock stops its job and
+        # releases), and whatever is left after 5 s SIGKILL. Exits after
+        # stop_wall are not counted.
         open(self.stopfile, "w").close()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             if all(self.reaper.exited(c.pid) for c in self.clients):
                 break
             time.sleep(0.05)
-        else:
-            self.notes.append("client loops still running 15 s after stop; killed")
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
             left = marked(self.marker)
             if not left:
                 break
@@ -181,7 +195,10 @@ class Cell:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
-            time.sleep(1)
+            deadline = time.monotonic() + grace
+            while marked(self.marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                self.reaper.reap()
             self.reaper.reap()
         left = marked(self.marker)
         if left:
@@ -196,6 +213,7 @@ class Cell:
         with open(self.report_path) as f:
             rep = json.load(f)
         self.records = {x["id"]: x for x in rep["records"]}
+        out = outlived(rep["records"], self.observations)
         codes, unexpected = {}, {}
         failed = 0
         for s, rc, t in self.exit_lines():
@@ -220,6 +238,9 @@ class Cell:
             "lost_inc": rep["lost_increments"],
             "accepted_writes": rep["accepted_writes"], "final_value": rep["final_value"],
             "longest_ms": rep["longest_overlap_ms"],
+            "outlived_ms": out["max_ms"], "outlived": out,
+            "observer_polls": self.observations["poll_ms"]["polls"],
+            "observer_errors": self.observations["errors"],
             "open_ovl": rep["open_overlaps"],
             "open_ms": rep["longest_open_overlap_ms"],
             "failed": failed, "exit_codes": codes, "unexpected_codes": unexpected,
@@ -251,4 +272,10 @@ def acceptance(r, scenario):
         f.append("%d unexpected dlock exits (exit codes %s)" % (r["failed"], r["unexpected_codes"]))
     if r["overlaps_allowed"] is None and r["overlaps"] > 0:
         f.append("%d overlapping sections (longest %.1f ms)" % (r["overlaps"], r["longest_ms"]))
+    if r["observer_polls"] == 0:
+        f.append("the observer never got an answer from the backend: %s" % r["observer_errors"])
+    elif r["overlaps_allowed"] is None and (r["outlived_ms"] or 0) > OUTLIVED_TOLERANCE_MS:
+        w = r["outlived"]["worst"][0]
+        f.append("a job outlived its lease by %.1f ms (section %s, fence %s; %d sections over %s ms)"
+                 % (w["ms"], w["id"], w["fence"], r["outlived"]["sections"], OUTLIVED_TOLERANCE_MS))
     return f + scenario.acceptance(r)

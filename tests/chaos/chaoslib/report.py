@@ -3,7 +3,7 @@
 import json
 
 COLS = [("backend", 8), ("scenario", 22), ("sections", 8), ("overlaps", 8), ("stale_acc", 9),
-        ("stale_rej", 9), ("lost_inc", 8), ("longest_ms", 10), ("open_ovl", 8), ("open_ms", 7),
+        ("stale_rej", 9), ("lost_inc", 8), ("longest_ms", 10), ("outlived_ms", 11), ("open_ovl", 8),
         ("failed", 6), ("faults", 26), ("ok", 4)]
 
 
@@ -18,6 +18,8 @@ def row(r, scenarios):
     else:
         vals = {k: r.get(k, "") for k, _ in COLS}
         vals["faults"] = scenarios[r["scenario"]].faults_cell(r)
+        if vals["outlived_ms"] is None:
+            vals["outlived_ms"] = "-"
         ok = "FAIL" if r["failures"] else "ok"
         if ok == "ok" and r["overlaps"] and r["overlaps_allowed"]:
             ok = "ok*"
@@ -37,6 +39,10 @@ def details(r):
         extra.append("server faults %s" % json.dumps(
             [{"member": f["member"], "ms": f["ms"], "holder": f["holder"],
               "holder_rc": f.get("holder_rc")} for f in r["server_faults"]]))
+    o = r["outlived"]
+    extra.append("observer: %d of %d sections seen held, polls %s, outlived worst %s"
+                 % (o["observed"], o["observed"] + o["unobserved"], json.dumps(o["poll_ms"]),
+                    json.dumps([{k: w[k] for k in ("id", "fence", "ms")} for w in o["worst"][:3]])))
     if r.get("net_stops"):
         extra.append("partitioned holders %s" % json.dumps(r["net_stops"]))
     if r["overlaps"]:
