@@ -16,7 +16,7 @@ from .cell import DLOCK, ROOT, Cell
 from .procs import Reaper, log
 
 SCENARIOS = scenarios.REGISTRY
-DEFAULT_DURATION = 12.0
+DEFAULT_DURATION = 10.0
 
 
 def run_inner(args):
