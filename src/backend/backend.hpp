@@ -146,6 +146,16 @@ public:
   // its own. The heartbeat then renews at once instead of at the next T/3,
   // so a loss stops the child without delay. renew() consumes the event.
   virtual int event_fd() const { return -1; }
+
+  // Descriptors whose lifetime is the lock's: the job that `run` starts
+  // inherits them, at the same numbers, so that if dlock dies without
+  // releasing (SIGKILL) the lock ends only once the job and every
+  // descendant that inherited them have closed them too, not while they
+  // still run. A flock on an open file (file) or a session on a connection
+  // (PostgreSQL) ends when its last descriptor closes, whoever holds it.
+  // Empty for lease-based backends, whose lock lapses on its own. release()
+  // must end the lock at once even while a copy is still open elsewhere.
+  virtual std::vector<int> lifetime_fds(const Lease & /*lease*/) const { return {}; }
 };
 
 // A backend with one acquisition routine: try_acquire() is take() without

@@ -19,7 +19,9 @@ struct ModuleEntry {
   const char *scheme;
   Factory factory;
 };
-inline constexpr int k_module_abi_version = 1;
+// Raised whenever the Backend class changes its virtual functions: a module
+// built against another layout is refused instead of calling the wrong one.
+inline constexpr int k_module_abi_version = 2;
 
 struct BackendInfo {
   std::vector<std::string_view> schemes; // the first is the canonical one

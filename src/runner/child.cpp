@@ -91,6 +91,8 @@ struct ExecPlan {
   pid_t parent;
   bool take_terminal;
   int error_fd;
+  const int *inherited_fds;
+  std::size_t inherited_count;
 };
 
 int exec_child(void *arg) {
@@ -107,6 +109,13 @@ int exec_child(void *arg) {
     sigaction(SIGTTOU, &ignore, nullptr);
   }
   Signals::reset_in_child(); // also unblocks every signal
+  // The child's descriptor table is its own copy (no CLONE_FILES): clearing
+  // close-on-exec here leaves dlock's descriptors as they are.
+  for (std::size_t i = 0; i < plan->inherited_count; ++i) {
+    int fd = plan->inherited_fds[i];
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0) fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+  }
   int err = ENOENT;
   bool denied = false;
   for (const auto &path : plan->paths) {
@@ -131,8 +140,13 @@ pid_t spawn_child(const ChildSpec &spec) {
 
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
-  ExecPlan plan{candidate_paths(spec.argv.front()),    argv.data(),  envp.data(), getpid(),
-                spec.take_terminal && owns_terminal(), error_pipe[1]};
+  // Prepared here, not in the child: it may not allocate. Standard
+  // descriptors are inherited anyway; -1 stands for none.
+  std::vector<int> inherited;
+  for (int fd : spec.inherited_fds)
+    if (fd > STDERR_FILENO) inherited.push_back(fd);
+  ExecPlan plan{candidate_paths(spec.argv.front()),    argv.data(),   envp.data(),      getpid(),
+                spec.take_terminal && owns_terminal(), error_pipe[1], inherited.data(), inherited.size()};
 
   // clone(CLONE_VM | CLONE_VFORK) as posix_spawn does: no page tables to
   // copy, which keeps the start of the job fast; posix_spawn itself cannot

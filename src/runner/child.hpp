@@ -15,11 +15,16 @@ struct ChildSpec {
   // Hand the terminal's foreground to the child's process group when dlock
   // owns it, so that interactive jobs can read the terminal.
   bool take_terminal = true;
+  // Descriptors the child keeps, at the same numbers, although dlock opened
+  // them close-on-exec (backend::Backend::lifetime_fds): the flag is cleared
+  // in the child only.
+  std::vector<int> inherited_fds;
 };
 
 // Starts the child in its own process group with PR_SET_PDEATHSIG (SIGKILL),
-// default signal dispositions and an empty signal mask. Must be called from
-// the thread that outlives the child: the death signal fires when the
+// default signal dispositions, an empty signal mask and no descriptor of
+// dlock's besides stdin, stdout, stderr and `inherited_fds`. Must be called
+// from the thread that outlives the child: the death signal fires when the
 // *thread* that forked exits. Throws dlock::Error with exit code 127 (not
 // found) or 126 (cannot execute) if the command cannot be executed.
 pid_t spawn_child(const ChildSpec &spec);

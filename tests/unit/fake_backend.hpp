@@ -25,7 +25,8 @@ public:
   int news_fd = -1; // what event_fd() returns
   mutable std::atomic<int> calls_during_release{0};
   Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
-  Millis renew_latency{0};     // a confirmed renewal's answer comes this long after it was sent
+  Millis renew_latency{0};    // a confirmed renewal's answer comes this long after it was sent
+  std::vector<int> lock_fds;  // what lifetime_fds() returns
 
   backend::AcquireResult try_acquire(const backend::LockRequest &request) override {
     std::lock_guard lock(m_mutex);
@@ -93,6 +94,8 @@ public:
     if (m_releasing) ++calls_during_release;
     return news_fd;
   }
+
+  std::vector<int> lifetime_fds(const backend::Lease &) const override { return lock_fds; }
 
   std::optional<backend::LockStatus> force_release(const std::string &) override { return std::nullopt; }
   backend::LockStatus status(const std::string &name) override {

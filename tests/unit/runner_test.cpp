@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <fcntl.h>
 #include <fstream>
 #include <mutex>
 #include <sys/eventfd.h>
@@ -267,4 +268,27 @@ TEST_CASE("the heartbeat leaves the backend alone once the runner releases") {
     REQUIRE(runner::run_locked(backend, options_for({"/bin/true"}, 30s)) == 0);
   close(news);
   CHECK(backend.calls_during_release == 0);
+}
+
+TEST_CASE("the job and its children inherit the lock's descriptors at the same numbers, and nothing else") {
+  // A session-bound backend's lock must outlive a killed dlock while the
+  // job's processes run: they hold its descriptors (here a pipe's write end).
+  FakeBackend backend;
+  int lock_pipe[2];
+  REQUIRE(pipe2(lock_pipe, O_CLOEXEC) == 0);
+  backend.lock_fds = {lock_pipe[1]};
+  std::string lock_fd = std::to_string(lock_pipe[1]);
+  std::string other_end = std::to_string(lock_pipe[0]);
+  std::string check = "[ -e /proc/$$/fd/" + other_end + " ] && exit 3; echo job >&" + lock_fd +
+                      " && sh -c 'echo grandchild >&" + lock_fd + "'";
+  CHECK(runner::run_locked(backend, options_for({"/bin/sh", "-c", check}, 30s)) == 0);
+  // In dlock the descriptor is still close-on-exec: only the job's copy lost the flag.
+  CHECK((fcntl(lock_pipe[1], F_GETFD) & FD_CLOEXEC) != 0);
+  close(lock_pipe[1]);
+  std::string written;
+  char buffer[64];
+  for (ssize_t n; (n = read(lock_pipe[0], buffer, sizeof buffer)) > 0;)
+    written.append(buffer, static_cast<std::size_t>(n));
+  close(lock_pipe[0]);
+  CHECK(written == "job\ngrandchild\n");
 }

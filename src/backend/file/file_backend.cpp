@@ -78,8 +78,18 @@ public:
       record.fence = held->second.record.fence;
       write_record(held->second.fd.get(), record, held->second.file_size);
     }
-    m_held.erase(held); // closing the descriptor drops the kernel lock
+    // The job inherited the descriptor (lifetime_fds): closing ours would
+    // leave the lock to any descendant of the job that still has its copy
+    // open. Unlocking ends it for every copy of this open file at once.
+    flock(held->second.fd.get(), LOCK_UN);
+    m_held.erase(held);
     return ours ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+  }
+
+  std::vector<int> lifetime_fds(const Lease &lease) const override {
+    auto held = m_held.find(lease.token);
+    if (held == m_held.end()) return {};
+    return {held->second.fd.get()};
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {

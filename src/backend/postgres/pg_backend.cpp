@@ -184,6 +184,16 @@ public:
     return result;
   }
 
+  // The session's socket: while the job or a descendant of it keeps its
+  // copy open, the server sees no end of the connection, even after dlock
+  // was killed. release() ends the lock all the same: pg_advisory_unlock,
+  // then PQfinish's Terminate message, on which the server ends the session.
+  std::vector<int> lifetime_fds(const Lease &lease) const override {
+    auto held = m_held.find(lease.token);
+    if (held == m_held.end()) return {};
+    return {held->second.connection->socket()};
+  }
+
   int event_fd() const override {
     // The socket of the lock's session turns readable when the server ends
     // it (a terminate, a shutdown): the heartbeat then renews at once.
