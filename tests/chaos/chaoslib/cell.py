@@ -25,6 +25,8 @@ REGISTER = os.path.join(ROOT, "tests", "chaos", "register.py")
 # observer's "gone" is later than the drop, the register stamps the close a
 # little after it happened
 OUTLIVED_TOLERANCE_MS = 5.0
+# --long: critical sections per backend, at least
+LONG_SECTIONS = 10000
 
 CLIENT_LOOP = r'''
 i=0
@@ -127,10 +129,25 @@ class Cell:
         # the backend's own view of the lock, from the root namespace
         self.observer = Observer(self.backend, self.url, self.env["CHAOS_NAME"],
                                  {k: v for k, v in self.env.items() if k.startswith("DLOCK_")}).start()
-        self.clients = [Client(self, i) for i in range(self.args.clients)]
+        self.clients = []
+        try:
+            self.clients = [Client(self, i) for i in range(self.args.clients)]
+            self.loop()
+        finally:
+            # also after a scenario's error: no loop or register may outlive the cell
+            self.stop_wall = time.time()
+            self.stop_all()
+            self.observations = self.observer.stop()
+        self.elapsed = time.monotonic() - t_start
+        return self.result()
+
+    def loop(self):
+        """Injects the scenario's faults until the cell's time (quick) or
+        its number of sections (long) is reached."""
         quick = not self.args.long
-        target = None if quick else -(-10000 // (self.args.cells or len(self.args.scenario_list)))
-        duration = self.args.duration if quick else 3600.0
+        target = None if quick else (self.args.target or
+                                     -(-LONG_SECTIONS // (self.args.cells or len(self.args.scenario_list))))
+        duration = 1800.0 if self.args.target else self.args.duration  # a top-up runs to its target
         t_end = time.monotonic() + duration
         next_fault = time.monotonic() + self.scenario.first_fault_s
         next_stats = time.monotonic() + 1.0
@@ -147,11 +164,6 @@ class Cell:
                 if delay < 0.01:
                     continue
             time.sleep(0.01)
-        self.stop_wall = time.time()
-        self.stop_all()
-        self.observations = self.observer.stop()
-        self.elapsed = time.monotonic() - t_start
-        return self.result()
 
     def exit_lines(self):
         try:

@@ -11,12 +11,14 @@ import tempfile
 import time
 
 from . import backends, report, scenarios, server_faults  # noqa: F401 (registers)
+from . import redlock_faults  # noqa: F401 (registers)
 from . import net_faults  # noqa: F401 (registers)
-from .cell import DLOCK, ROOT, Cell
+from .cell import DLOCK, LONG_SECTIONS, ROOT, Cell
 from .procs import Reaper, log
 
 SCENARIOS = scenarios.REGISTRY
 DEFAULT_DURATION = 10.0
+DEFAULT_LONG_DURATION = 60.0
 
 
 def run_inner(args):
@@ -64,14 +66,15 @@ def run_outer(args, entry):
     for b in args.backends:
         grps, skipped = groups(b, args.scenario_list)
         res_b = []
-        for topo, names in grps:
+        cells = len(args.scenario_list) - len(skipped)
+
+        def run_group(topo, names, target=None):
             fd, out = tempfile.mkstemp(prefix="dlock-chaos-%s-" % b, suffix=".json")
             os.close(fd)
             cmd = [entry, "--inner", b, "--out", out,
                    "--scenarios", ",".join(names), "--clients", str(args.clients),
-                   "--duration", str(args.duration),
-                   "--cells", str(len(args.scenario_list) - len(skipped))] \
-                + (["--long"] if args.long else [])
+                   "--duration", str(args.duration), "--cells", str(cells)] \
+                + (["--long"] if args.long else []) + (["--target", str(target)] if target else [])
             cmd = backends.wrapper(ROOT, b, topo) + cmd
             rc = subprocess.call(cmd, cwd=ROOT)
             try:
@@ -84,14 +87,30 @@ def run_outer(args, entry):
                 setup_failures.append("%s (%s): the run exited %d after %d of %d scenarios"
                                       % (b, topo, rc, len(res), len(names)))
             for r in res:
+                if target:
+                    r["scenario_label"] = r["scenario"] + " (top-up)"
                 print(report.row(r, SCENARIOS), flush=True)
             res_b.extend(res)
+
+        for topo, names in grps:
+            run_group(topo, names)
+        done = sum(r["sections"] for r in res_b)
+        if args.long and done < LONG_SECTIONS:
+            # the fault cells are slow (and capped by --duration): the rest
+            # of the backend's sections in a cell without faults
+            run_group("single", ["none"], LONG_SECTIONS - done)
         for n in skipped:
             r = {"backend": b, "scenario": n, "skipped": SCENARIOS[n].skip_reason(b), "failures": []}
             print(report.row(r, SCENARIOS), flush=True)
             res_b.append(r)
         order = {n: i for i, n in enumerate(args.scenario_list)}
-        all_results.extend(sorted(res_b, key=lambda r: order[r["scenario"]]))
+        all_results.extend(sorted(res_b, key=lambda r: (order.get(r["scenario"], 0), "scenario_label" in r)))
+        if args.long:
+            total_b = sum(r.get("sections", 0) for r in res_b if not r.get("skipped"))
+            print("%s: %d critical sections in all" % (b, total_b), flush=True)
+            if total_b < LONG_SECTIONS:
+                setup_failures.append("%s: only %d critical sections (--long wants %d)"
+                                      % (b, total_b, LONG_SECTIONS))
     total = time.monotonic() - t0
     print()
     print("Table (ok*: overlaps this cell's guarantee allows, see --help; longest_ms: the")
@@ -119,13 +138,17 @@ def main(doc, entry):
     m.add_argument("--long", action="store_true")
     ap.add_argument("--scenarios", default=",".join(scenarios.ORDER))
     ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION,
-                    help="seconds per cell in quick mode (default %g)" % DEFAULT_DURATION)
+    ap.add_argument("--duration", type=float,
+                    help="seconds per cell: in quick mode (default %g), or at most in long mode "
+                    "(default %g)" % (DEFAULT_DURATION, DEFAULT_LONG_DURATION))
+    ap.add_argument("--target", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--cells", type=int, help=argparse.SUPPRESS)
     ap.add_argument("backends", nargs="*")
     args = ap.parse_args()
+    if args.duration is None:
+        args.duration = DEFAULT_LONG_DURATION if args.long else DEFAULT_DURATION
     args.scenario_list = [s for s in args.scenarios.split(",") if s]
     for s in args.scenario_list:
         if s not in SCENARIOS:

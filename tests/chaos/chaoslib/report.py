@@ -17,6 +17,7 @@ def row(r, scenarios):
         vals.update(backend=r["backend"], scenario=r["scenario"], faults=r["skipped"], ok="n/a")
     else:
         vals = {k: r.get(k, "") for k, _ in COLS}
+        vals["scenario"] = r.get("scenario_label", r["scenario"])
         vals["faults"] = scenarios[r["scenario"]].faults_cell(r)
         if vals["outlived_ms"] is None:
             vals["outlived_ms"] = "-"
