@@ -42,6 +42,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "chaos"))
 from chaoslib.backends import ServerControl, backend_url  # noqa: E402
+from chaoslib.procs import children  # noqa: E402
 from chaoslib.observer import Observer, last_access, outlived  # noqa: E402
 
 DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
@@ -67,14 +68,6 @@ def check(ok, what):
     print("  %s %s" % ("ok  " if ok else "FAIL", what))
     if not ok:
         failures.append(what)
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 class Check:

@@ -17,7 +17,7 @@ from .cell import DLOCK, LONG_SECTIONS, ROOT, Cell
 from .procs import Reaper, log
 
 SCENARIOS = scenarios.REGISTRY
-DEFAULT_DURATION = 10.0
+DEFAULT_DURATION = 8.0
 DEFAULT_LONG_DURATION = 60.0
 
 

@@ -145,40 +145,33 @@ class PartitionHolder(NetFault):
     name = "net-partition-holder"
     kind = "cut"
 
+    def targets(self, cell, holder):
+        """(client ids to cut off, direction)."""
+        return [holder[0]], random.choice(("both", "to-server", "to-client"))
+
     def inject(self, cell):
         h = self.holder(cell)
         if h is None:
             return 0.005
-        direction = random.choice(("both", "to-server", "to-client"))
-        ns = cell.netns[h[0]]
+        cids, direction = self.targets(cell, h)
         t0 = time.time()
-        ns.partition(direction)
+        for c in cids:
+            cell.netns[c].partition(direction)
         try:
             time.sleep(PARTITION_S)
         finally:
-            ns.heal()
-        self.record(cell, self.kind, [h[0]], t0, h, direction=direction)
+            for c in cids:
+                cell.netns[c].heal()
+        self.record(cell, self.kind, cids, t0, h, direction=direction)
         return random.uniform(*self.gap_s)
 
 
-class PartitionAll(NetFault):
+class PartitionAll(PartitionHolder):
     name = "net-partition-all"
     kind = "cut all"
 
-    def inject(self, cell):
-        h = self.holder(cell)
-        if h is None:
-            return 0.005
-        t0 = time.time()
-        for ns in cell.netns:
-            ns.partition("both")
-        try:
-            time.sleep(PARTITION_S)
-        finally:
-            for ns in cell.netns:
-                ns.heal()
-        self.record(cell, self.kind, list(range(len(cell.netns))), t0, h, direction="both")
-        return random.uniform(*self.gap_s)
+    def targets(self, cell, holder):
+        return list(range(len(cell.netns))), "both"
 
 
 class Delay(NetFault):
