@@ -173,6 +173,29 @@ class ServerControl:
                 f.write("host    all  all       %s   scram-sha-256\n" % net)
             _run([os.environ["DLOCK_TEST_PG_PSQL"], "-qAtc", "SELECT pg_reload_conf()"])
 
+    PERSIST_LINES = ("appendonly yes", "appendfsync always", "appenddirname aof-chaos-")
+
+    def disable_persistence(self):
+        """Undoes enable_persistence (the cells after it share the servers
+        and expect a restart to come back empty): the appended lines are
+        removed and every server restarted without its data."""
+        for n, (cli, restart) in enumerate(zip(self.clis(), self._restarts()), 1):
+            info = _run([cli, "INFO", "server"])
+            conf = [ln.split(":", 1)[1].strip() for ln in info.splitlines()
+                    if ln.startswith("config_file:")][0]
+            with open(conf) as f:
+                kept = [ln for ln in f.read().splitlines() if not ln.startswith(self.PERSIST_LINES)]
+            with open(conf, "w") as f:
+                f.write("\n".join(kept) + "\n")
+            _run([restart])
+            got = _run([cli, "CONFIG", "GET", "appendonly"]).split()
+            if got[-1] != "no":
+                raise RuntimeError("%s: appendonly is %s after the restart" % (cli, got))
+
+    def _restarts(self):
+        return ([os.environ["DLOCK_TEST_REDIS_RESTART"]] if self.backend == "redis" else
+                [os.environ["DLOCK_TEST_NODE_RESTART_%d" % i] for i in range(1, self.n + 1)])
+
     def enable_persistence(self):
         """redis/redlock: give every server appendonly yes with appendfsync
         always, in an AOF directory of its own, by appending that to its
@@ -181,9 +204,7 @@ class ServerControl:
         clients start): the wrapper's restart script starts the server on
         the same file, so from then on a kill -9 loses no acknowledged
         write. with-redis itself has no persistence option."""
-        restarts = ([os.environ["DLOCK_TEST_REDIS_RESTART"]] if self.backend == "redis" else
-                    [os.environ["DLOCK_TEST_NODE_RESTART_%d" % i] for i in range(1, self.n + 1)])
-        for n, (cli, restart) in enumerate(zip(self.clis(), restarts), 1):
+        for n, (cli, restart) in enumerate(zip(self.clis(), self._restarts()), 1):
             info = _run([cli, "INFO", "server"])
             conf = [ln.split(":", 1)[1].strip() for ln in info.splitlines()
                     if ln.startswith("config_file:")][0]

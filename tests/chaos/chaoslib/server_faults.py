@@ -135,6 +135,9 @@ class ServerRestartPersist(ServerRestart):
         super().setup(cell)
         cell.server.enable_persistence()
 
+    def teardown(self, cell):
+        cell.server.disable_persistence()
+
     def overlaps_allowed(self, backend):
         return None
 
