@@ -25,7 +25,9 @@ namespace {
 
 using std::chrono::duration_cast;
 
-enum class StopReason { none, lost, lease_deadline, max_runtime };
+// ended_unguarded: the job ended on its own, but dlock saw it only after
+// the lease could have lapsed (dlock was paused or starved meanwhile).
+enum class StopReason { none, lost, lease_deadline, max_runtime, ended_unguarded };
 
 void drain(int fd) {
   char buffer[64];
@@ -73,7 +75,9 @@ public:
     // wait for our thread to be scheduled.
     heartbeat.quiesce();
     restore_terminal();
-    return finish(heartbeat.snapshot());
+    Heartbeat::State state = heartbeat.snapshot();
+    judge_unobserved_end(state);
+    return finish(state);
   }
 
 private:
@@ -147,6 +151,21 @@ private:
         send(signo);
       }
     }
+    m_ended_seen_at = SteadyClock::now();
+  }
+
+  // The loop above checks the deadlines only while the job runs. If dlock
+  // was not running when the lease could lapse (SIGSTOP, a VM pause, a
+  // starved machine) and the job ended meanwhile, its end is seen only after
+  // the lease was in doubt: nobody can say the job finished under the lock,
+  // so the run must not report the job's status as if it had.
+  void judge_unobserved_end(const Heartbeat::State &state) {
+    if (m_stop != StopReason::none) return;
+    bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
+    if (!state.lost && !late) return;
+    m_stop = StopReason::ended_unguarded;
+    m_stop_reason = state.lost ? state.reason
+                               : "the lease could have run out while dlock was not running (paused or starved)";
   }
 
   void begin_stop(StopReason reason, const std::string &why, SteadyClock::time_point kill_by,
@@ -162,6 +181,8 @@ private:
     // After a lost lock there is nothing to release; after a lease deadline
     // the backend has not answered for most of T and the lease is about to
     // end by itself: a release would only hold dlock up for its timeout.
+    // A lease in doubt is still released by compare-and-delete: if it is
+    // ours after all, waiters need not wait for it to run out.
     if (m_stop != StopReason::lost && m_stop != StopReason::lease_deadline) {
       try {
         if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
@@ -188,6 +209,10 @@ private:
       say("lock '{}' could not be renewed before its lease could lapse{}; the job was stopped", name,
           m_stop_reason.empty() ? "" : " (" + m_stop_reason + ")");
       return m_options.lost_exit_code;
+    case StopReason::ended_unguarded:
+      say("lock '{}' could have been lost before the job ended ({}); the job exited with status {}", name,
+          m_stop_reason, m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal));
+      return m_options.lost_exit_code;
     case StopReason::max_runtime:
       say("job under lock '{}' ran past --max-runtime {}; it was stopped", name,
           format_duration(*m_options.max_runtime));
@@ -205,6 +230,7 @@ private:
   pid_t m_child = -1;
   std::optional<int> m_child_status;
   SteadyClock::time_point m_started;
+  SteadyClock::time_point m_ended_seen_at;
   StopReason m_stop = StopReason::none;
   std::string m_stop_reason;
 };
