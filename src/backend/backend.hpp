@@ -156,6 +156,11 @@ public:
   // Empty for lease-based backends, whose lock lapses on its own. release()
   // must end the lock at once even while a copy is still open elsewhere.
   virtual std::vector<int> lifetime_fds(const Lease & /*lease*/) const { return {}; }
+  // True when every lock of this backend has lifetime_fds(), asked before
+  // any is taken. If dlock dies, the lock then stays with the job's
+  // processes until the last of them ends, as flock(1)'s does: `run` needs
+  // no guard process (runner/guard.hpp) to kill them before a lease lapses.
+  virtual bool lock_follows_job() const { return false; }
 };
 
 // A backend with one acquisition routine: try_acquire() is take() without

@@ -21,7 +21,7 @@ struct ModuleEntry {
 };
 // Raised whenever the Backend class changes its virtual functions: a module
 // built against another layout is refused instead of calling the wrong one.
-inline constexpr int k_module_abi_version = 2;
+inline constexpr int k_module_abi_version = 3;
 
 struct BackendInfo {
   std::vector<std::string_view> schemes; // the first is the canonical one

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/url.hpp"
+#include "runner/guard.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstring>
@@ -94,6 +95,7 @@ void ensure_standard_descriptors() {
 
 int cli_main(int argc, char **argv) {
   ensure_standard_descriptors();
+  runner::ArgumentArea argument_area(argc, argv);
   cli::Context context;
   context.argc = argc;
   context.argv = argv;

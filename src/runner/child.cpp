@@ -243,11 +243,11 @@ std::vector<pid_t> live_descendants() {
   return found;
 }
 
-std::size_t signal_tree(pid_t process_group, int signo) {
+std::size_t signal_tree(pid_t process_group, int signo, pid_t spare) {
   std::size_t signalled = 0;
   if (process_group > 0 && kill(-process_group, signo) == 0) ++signalled;
   for (pid_t pid : live_descendants())
-    if (kill(pid, signo) == 0) ++signalled;
+    if (pid != spare && kill(pid, signo) == 0) ++signalled;
   return signalled;
 }
 

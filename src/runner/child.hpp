@@ -37,8 +37,9 @@ void restore_terminal();
 std::vector<pid_t> live_descendants();
 
 // Sends `signo` to the process group and to every live descendant (those
-// that left the group included). Returns how many processes were signalled.
-std::size_t signal_tree(pid_t process_group, int signo);
+// that left the group included) but `spare` (the guard, runner/guard.hpp).
+// Returns how many processes were signalled.
+std::size_t signal_tree(pid_t process_group, int signo, pid_t spare = -1);
 
 // "exited 3" / "killed by signal 9" → the exit status dlock passes on:
 // the child's code, or 128+N when killed by signal N.

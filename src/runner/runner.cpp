@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/unique_fd.hpp"
 #include "runner/child.hpp"
+#include "runner/guard.hpp"
 #include "runner/heartbeat.hpp"
 #include "runner/timeline.hpp"
 
@@ -44,8 +45,9 @@ int poll_timeout(SteadyClock::time_point now, SteadyClock::time_point wake) {
 
 class Supervisor {
 public:
-  Supervisor(backend::Backend &backend, const RunOptions &options, const backend::Lease &lease, RunObserver *observer)
-      : m_backend(backend), m_options(options), m_lease(lease), m_observer(observer) {}
+  Supervisor(backend::Backend &backend, const RunOptions &options, const backend::Lease &lease, Guard &guard,
+             RunObserver *observer)
+      : m_backend(backend), m_options(options), m_lease(lease), m_guard(guard), m_observer(observer) {}
 
   int run() {
     const backend::Lease &lease = m_lease;
@@ -61,6 +63,7 @@ public:
       m_backend.release(lease);
       throw;
     }
+    m_guard.job_started(m_child);
     m_started = SteadyClock::now();
     if (m_observer) m_observer->on_child_started(m_child);
     Signals::clear_stop();
@@ -71,6 +74,9 @@ public:
     UniqueFd wake_read(wake[0]), wake_write(wake[1]);
     Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake_write.get());
     supervise(heartbeat, wake_read.get());
+    // Every descendant is reaped: the guard must not kill a process group
+    // whose number could be reused from now on.
+    m_guard.job_ended();
     // Release before the heartbeat thread is joined: a waiter should not
     // wait for our thread to be scheduled.
     heartbeat.quiesce();
@@ -82,7 +88,7 @@ public:
 
 private:
   void send(int signo) {
-    signal_tree(m_child, signo);
+    signal_tree(m_child, signo, m_guard.pid());
     if (m_observer) m_observer->on_signal_sent(signo, SteadyClock::now());
   }
 
@@ -226,6 +232,7 @@ private:
   backend::Backend &m_backend;
   const RunOptions &m_options;
   const backend::Lease m_lease;
+  Guard &m_guard;
   RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
@@ -323,13 +330,19 @@ Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &r
 
 int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer) {
   Signals::install();
+  // Before the lock: the guard is a copy of this process, and must hold none
+  // of its descriptors even for a moment; and a waiter must not pay for it
+  // between the grant and the start of its job. Where the lock passes to the
+  // job's processes (file, PostgreSQL) there is no lease to outlive: they
+  // keep it until the last of them ends, as under flock(1).
+  Guard guard = backend.lock_follows_job() ? Guard() : Guard::start();
   // Orphaned descendants (a job that daemonized a helper) are re-parented
   // to us, so they can be stopped on lock loss and waited for.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   Acquisition taken = acquire_for(backend, options.request, options.wait, options.conflict_exit_code, options.quiet);
   if (!taken.lease) return taken.exit_status;
   if (observer) observer->on_acquired(*taken.lease);
-  Supervisor supervisor(backend, options, *taken.lease, observer);
+  Supervisor supervisor(backend, options, *taken.lease, guard, observer);
   return supervisor.run();
 }
 

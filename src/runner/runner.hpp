@@ -33,10 +33,11 @@ public:
   virtual void on_signal_sent(int /*signo*/, SteadyClock::time_point) {}
 };
 
-// `dlock run`: takes the lock, runs the command while a heartbeat renews the
-// lease, enforces the safety timeline, forwards signals, waits until every
-// descendant is gone, releases with compare-and-delete, and returns the exit
-// status for dlock (the child's, 128+N, conflict, lost or 124).
+// `dlock run`: starts the guard (runner/guard.hpp), takes the lock, runs the
+// command while a heartbeat renews the lease, enforces the safety timeline,
+// forwards signals, waits until every descendant is gone, releases with
+// compare-and-delete, and returns the exit status for dlock (the child's,
+// 128+N, conflict, lost or 124).
 int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer = nullptr);
 
 // " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.

@@ -66,6 +66,10 @@ check_kill9_leaves_lock_to_descendants() {
   track "$job" "$grandchild"
   wait_until grep -qx sleep "/proc/$job/comm" || fail "the job of $name never became 'sleep'"
 
+  # The lock passes to the job's processes: no guard process is needed to
+  # kill them before a lease lapses, and none is started (it costs a fork).
+  [ -z "$(pgrep -P "$dlock_pid" -x dlock-guard)" ] ||
+    fail "dlock run $name started a dlock-guard although its lock passes to the job"
   kill -KILL "$dlock_pid"
   wait_exit "$wrapper" 5
   [ "$(cat "$tmpdir/dlock.rc")" = 137 ] || fail "kill -9 of dlock: its status was $(cat "$tmpdir/dlock.rc"), expected 137"
