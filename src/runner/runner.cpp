@@ -187,9 +187,9 @@ private:
     // After a lost lock there is nothing to release; after a lease deadline
     // the backend has not answered for most of T and the lease is about to
     // end by itself: a release would only hold dlock up for its timeout.
-    // A lease in doubt is still released by compare-and-delete: if it is
-    // ours after all, waiters need not wait for it to run out.
-    if (m_stop != StopReason::lost && m_stop != StopReason::lease_deadline) {
+    // A lease in doubt is not released either: it ends by itself, and the
+    // exit must not wait for a round trip to a backend that may be away.
+    if (m_stop == StopReason::none || m_stop == StopReason::max_runtime) {
       try {
         if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
@@ -203,7 +203,7 @@ private:
       }
     }
     auto held_for = duration_cast<Millis>(SteadyClock::now() - m_started);
-    bool released = m_stop != StopReason::lost && m_stop != StopReason::lease_deadline;
+    bool released = m_stop == StopReason::none || m_stop == StopReason::max_runtime;
     detail(1, "{} '{}' after {} ({} renewals)", released ? "released" : "gave up", name, format_duration(held_for),
            state.renewals);
     switch (m_stop) {

@@ -28,6 +28,6 @@ wait_exit "$dlock_pid" 3
 assert_one_line_message "stderr after the pause" "$(cat "$tmpdir/err")"
 grep -q "lease" "$tmpdir/err" || fail "the message does not name the cause: $(cat "$tmpdir/err")"
 grep -q "status 3" "$tmpdir/err" || fail "the message does not give the job's status: $(cat "$tmpdir/err")"
-# The lock was released all the same (compare-and-delete): the next run gets it at once.
+# dlock's exit ended the file lock: the next run gets it at once.
 "${DL[@]}" run p --ttl 1s -- true 2>"$tmpdir/err2" || fail "the lock was not free after the run: $(cat "$tmpdir/err2")"
 pass
