@@ -42,7 +42,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "chaos"))
 from chaoslib.backends import ServerControl, backend_url  # noqa: E402
-from chaoslib.procs import children  # noqa: E402
+from chaoslib.procs import job_children  # noqa: E402
 from chaoslib.observer import Observer, last_access, outlived  # noqa: E402
 
 DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
@@ -135,7 +135,7 @@ class Check:
         holder = self.client("b-holder", 2.5)
         f = self.wait_new_fence(before)
         time.sleep(0.3)                                   # the job has READ
-        job = next(iter(children(holder.pid)), None)
+        job = next(iter(job_children(holder.pid)), None)
         self.b = {"fence": f, "job": job}
         if f is None or job is None:
             self.b.update(rc=holder.wait(30))

@@ -13,7 +13,7 @@ import time
 import uuid
 
 from .observer import Observer, outlived
-from .procs import alive, children, killpg, marked
+from .procs import alive, children, job_children, killpg, marked
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
@@ -71,7 +71,7 @@ class Client:
     def holder(self):
         """(dlock pid, job pid) if this client's dlock is running its job now."""
         for d in children(self.pid):
-            for j in children(d):
+            for j in job_children(d):
                 if alive(j):
                     return d, j
         return None

@@ -67,6 +67,21 @@ def children(pid):
         return []
 
 
+def job_children(dlock_pid):
+    """Children of a dlock process but its guard (comm dlock-guard), which
+    `dlock run` starts before it takes the lock on lease backends."""
+    out = []
+    for pid in children(dlock_pid):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() == "dlock-guard":
+                    continue
+        except OSError:
+            continue
+        out.append(pid)
+    return out
+
+
 def environ(pid):
     try:
         with open("/proc/%d/environ" % pid, "rb") as f:

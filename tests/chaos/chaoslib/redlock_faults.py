@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 
-from .procs import alive, children, environ
+from .procs import alive, children, environ, job_children
 from .scenarios import TTL_S, Scenario, register
 
 JUMP_S = 30
@@ -203,7 +203,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 def job_end(dpid):
     """(job pid, monotonic time its `sleep` ends, i.e. when it writes) for
     dlock DPID's job, or None if the job is not sleeping now."""
-    for j in children(dpid):
+    for j in job_children(dpid):
         for s in children(j):
             try:
                 with open("/proc/%d/comm" % s) as f:
