@@ -47,24 +47,11 @@ printf "%s %s\n" "$saw" "$(date +%s%3N)" >"$d/waiter.tmp" && mv "$d/waiter.tmp" 
 
 check_kill9_leaves_lock_to_descendants() {
   local name=$1 wrapper dlock_pid job grandchild waiter saw got done_ms
-  rm -f "$tmpdir/finish" "$tmpdir/grandchild.done" "$tmpdir/grandchild.pid" "$tmpdir/job.pid" "$tmpdir/waiter.saw"
-  (
-    "${DL[@]}" run "$name" -- sh -c "$_orphaning_job" sh "$tmpdir" </dev/null >/dev/null 2>"$tmpdir/holder.err" &
-    echo $! >"$tmpdir/dlock.pid"
-    wait $!
-    echo $? >"$tmpdir/dlock.rc.tmp"
-    mv "$tmpdir/dlock.rc.tmp" "$tmpdir/dlock.rc"
-  ) 2>/dev/null &
-  wrapper=$!
-  track "$wrapper"
-  wait_until test -s "$tmpdir/dlock.pid" || fail "dlock run $name did not start"
-  dlock_pid=$(cat "$tmpdir/dlock.pid")
-  track "$dlock_pid"
-  wait_until test -s "$tmpdir/job.pid" || fail "the job of $name did not start; stderr: $(cat "$tmpdir/holder.err")"
-  job=$(cat "$tmpdir/job.pid")
+  rm -f "$tmpdir/finish" "$tmpdir/grandchild.done" "$tmpdir/grandchild.pid" "$tmpdir/waiter.saw"
+  start_run "$name" "$_orphaning_job"
+  wrapper=$JOB_WRAPPER dlock_pid=$JOB_DLOCK_PID job=$JOB_PID
   grandchild=$(cat "$tmpdir/grandchild.pid")
-  track "$job" "$grandchild"
-  wait_until grep -qx sleep "/proc/$job/comm" || fail "the job of $name never became 'sleep'"
+  track "$grandchild"
 
   # The lock passes to the job's processes: no guard process is needed to
   # kill them before a lease lapses, and none is started (it costs a fork).

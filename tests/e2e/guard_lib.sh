@@ -62,27 +62,17 @@ echo $$ >"$d/job.tmp" && mv "$d/job.tmp" "$d/job.pid"
 exec sleep 1000'
 
 start_group_job() {
-  local name=$1 tag=$2 setsid=()
+  local name=$1 tag=$2
+  local RUN_PREFIX=(env "DLOCK_E2E_GUARD=$tag")
   shift 2
-  [ "${GROUP_SETSID:-0}" = 1 ] && setsid=(setsid)
-  rm -f "$tmpdir/gc.pid" "$tmpdir/job.pid" "$tmpdir/dlock.pid"
   # setsid(1) execs in place here (a background child is no group leader):
   # $! is dlock either way.
-  (
-    DLOCK_E2E_GUARD=$tag "${setsid[@]}" "${DL[@]}" run "$name" "$@" -- sh -c "$_group_job" sh "$tmpdir" \
-      </dev/null >/dev/null 2>"$tmpdir/group.err" &
-    echo $! >"$tmpdir/dlock.pid"
-    wait $!
-  ) 2>/dev/null &
-  track $!
-  wait_until test -s "$tmpdir/dlock.pid" || fail "dlock run $name did not start"
-  GROUP_DLOCK_PID=$(cat "$tmpdir/dlock.pid")
-  track "$GROUP_DLOCK_PID"
-  wait_until test -s "$tmpdir/job.pid" || fail "the job of $name did not start; stderr: $(cat "$tmpdir/group.err")"
-  GROUP_JOB_PID=$(cat "$tmpdir/job.pid")
+  [ "${GROUP_SETSID:-0}" = 1 ] && RUN_PREFIX+=(setsid)
+  rm -f "$tmpdir/gc.pid"
+  start_run "$name" "$_group_job" "$@"
+  GROUP_DLOCK_PID=$JOB_DLOCK_PID GROUP_JOB_PID=$JOB_PID
   GROUP_GRANDCHILD_PID=$(cat "$tmpdir/gc.pid")
-  track "$GROUP_JOB_PID" "$GROUP_GRANDCHILD_PID"
-  wait_until grep -qx sleep "/proc/$GROUP_JOB_PID/comm" || fail "the job of $name never became 'sleep'"
+  track "$GROUP_GRANDCHILD_PID"
   [ "$(ps -o pgid= -p "$GROUP_GRANDCHILD_PID" | tr -d ' ')" = "$GROUP_JOB_PID" ] ||
     fail "test set-up: the grandchild $GROUP_GRANDCHILD_PID is not in the job's process group $GROUP_JOB_PID"
   # The guard exists before the lock is taken, so before the job starts.
@@ -90,18 +80,6 @@ start_group_job() {
   GUARD_PID=${GUARD_PID% }
   case $GUARD_PID in *' '*) fail "dlock run $name (pid $GROUP_DLOCK_PID) has several guards: $GUARD_PID" ;; esac
   [ -z "$GUARD_PID" ] || track "$GUARD_PID"
-}
-
-# is_descendant PID ANCESTOR: true if ANCESTOR is among PID's ancestors.
-is_descendant() {
-  local pid=$1 stat
-  while [ "$pid" -gt 1 ] 2>/dev/null; do
-    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-    stat=${stat##*) }
-    read -r _ pid _ <<<"$stat"
-    [ "$pid" = "$2" ] && return 0
-  done
-  return 1
 }
 
 check_guard_shape() {

@@ -327,20 +327,22 @@ _contender() {
   done
 }
 
-# start_job NAME [run options...]: starts `dlock run NAME [options]` over a
-# job that blocks (sleep 1000), below a subshell that records dlock's exit
-# status and the moment it exits (for check_job_stopped). dlock's stderr goes
-# to $tmpdir/job.err, the job's DLOCK_FENCE to $tmpdir/job.pid.fence. Returns
-# once the job runs `sleep`; sets JOB_PID (the job), JOB_DLOCK_PID and
-# JOB_WRAPPER (the subshell; it prints no "Killed" notice if dlock is
-# killed).
-start_job() {
-  local name=$1
-  shift
+# start_run NAME SCRIPT [run options...]: starts `dlock run NAME [options]
+# -- sh -c SCRIPT sh $tmpdir` in the background (after the command prefix in
+# the array RUN_PREFIX, if set: e.g. env, setsid), below a subshell that
+# records dlock's exit status in $tmpdir/dlock.rc and the moment it exits in
+# $tmpdir/dlock.exit_ms (for check_job_stopped). SCRIPT writes its pid to
+# "$1/job.pid" (atomically) and ends up exec'ing sleep. dlock's stderr goes
+# to $tmpdir/job.err. Returns once the job runs `sleep`; sets JOB_PID (the
+# job), JOB_DLOCK_PID and JOB_WRAPPER (the subshell; it prints no "Killed"
+# notice if dlock is killed).
+RUN_PREFIX=()
+start_run() {
+  local name=$1 script=$2
+  shift 2
   rm -f "$tmpdir/job.pid" "$tmpdir/job.pid.fence" "$tmpdir/dlock.pid" "$tmpdir/dlock.rc" "$tmpdir/dlock.exit_ms"
   (
-    "${DL[@]}" run "$name" "$@" -- sh -c 'echo "$DLOCK_FENCE" >"$1.fence"; echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
-      sh "$tmpdir/job.pid" </dev/null >/dev/null 2>"$tmpdir/job.err" &
+    "${RUN_PREFIX[@]}" "${DL[@]}" run "$name" "$@" -- sh -c "$script" sh "$tmpdir" </dev/null >/dev/null 2>"$tmpdir/job.err" &
     echo $! >"$tmpdir/dlock.pid"
     wait $!
     echo $? >"$tmpdir/dlock.rc.tmp"
@@ -356,6 +358,16 @@ start_job() {
   JOB_PID=$(cat "$tmpdir/job.pid")
   track "$JOB_PID"
   wait_until grep -qx sleep "/proc/$JOB_PID/comm" || fail "the job of $name never became 'sleep'"
+}
+
+# start_job NAME [run options...]: start_run over a job that records its
+# DLOCK_FENCE in $tmpdir/job.pid.fence and blocks (sleep 1000).
+# shellcheck disable=SC2016 # expanded by the job's shell
+_blocking_job='echo "$DLOCK_FENCE" >"$1/job.pid.fence"; echo $$ >"$1/job.pid.tmp"; mv "$1/job.pid.tmp" "$1/job.pid"; exec sleep 1000'
+start_job() {
+  local name=$1
+  shift
+  start_run "$name" "$_blocking_job" "$@"
 }
 
 # check_job_stopped SINCE TTL_MS WHAT [THAW...]: the servers of start_job's
