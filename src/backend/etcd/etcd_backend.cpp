@@ -334,6 +334,15 @@ private:
       std::optional<Json> answer;
       try {
         answer = m_gateway.call("/v3/kv/txn", txn);
+      } catch (const EtcdError &refused) {
+        // The lease granted a moment ago has already run out: dlock was
+        // paused (or starved) for longer than T in between. Start over.
+        if (refused.grpc_code() == k_grpc_not_found) {
+          detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
+          continue;
+        }
+        revoke_quietly(lease);
+        throw;
       } catch (...) {
         revoke_quietly(lease);
         throw;
@@ -418,6 +427,12 @@ private:
               confirmed_at = sent;
               next_keepalive = sent + ttl / 3;
             }
+          } catch (const EtcdError &refused) {
+            // Our lease ran out while we were not running (paused longer
+            // than T): its key went with it. Join the queue again.
+            if (refused.grpc_code() != k_grpc_not_found) throw;
+            m_gateway.stop_watch();
+            return std::nullopt;
           } catch (const UnavailableError &failure) {
             // etcd is away for now; the lease may outlive it. Try again soon.
             detail(1, "keep-alive while waiting for '{}' failed: {}", request.name, failure.what());
