@@ -68,15 +68,18 @@ def children(pid):
 
 
 def job_children(dlock_pid):
-    """Children of a dlock process but its guard (comm dlock-guard), which
-    `dlock run` starts before it takes the lock on lease backends."""
+    """Children of a dlock process but its guard, which `dlock run` starts
+    before it takes the lock on lease backends. The guard is told apart by
+    its exit signal, 0 from birth (field 38 of /proc/PID/stat): its name
+    (dlock-guard) is set a moment after it starts."""
     out = []
     for pid in children(dlock_pid):
         try:
-            with open("/proc/%d/comm" % pid) as f:
-                if f.read().strip() == "dlock-guard":
-                    continue
-        except OSError:
+            with open("/proc/%d/stat" % pid) as f:
+                s = f.read()
+            if int(s[s.rindex(")") + 2:].split()[35]) == 0:
+                continue
+        except (OSError, ValueError, IndexError):
             continue
         out.append(pid)
     return out
