@@ -10,8 +10,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +34,9 @@ std::size_t g_argument_size = 0;
 // in such a copy, are kept out of its functions.
 #define DLOCK_GUARD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
 
-DLOCK_GUARD_CODE long sys(long number, long a = 0, long b = 0, long c = 0, long d = 0) { return syscall(number, a, b, c, d); }
+DLOCK_GUARD_CODE long sys(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
+  return syscall(number, a, b, c, d);
+}
 
 DLOCK_GUARD_CODE void take_guard_name() {
   sys(SYS_prctl, PR_SET_NAME, reinterpret_cast<long>(k_guard_name));

@@ -21,10 +21,10 @@ public:
   ArgumentArea &operator=(const ArgumentArea &) = delete;
 };
 
-// A process that kills the job's process group if
-// dlock dies (SIGKILL, the OOM killer) while the job may still run:
-// PR_SET_PDEATHSIG reaches only the job's first process, and on a lease
-// backend the lease would lapse under the others.
+// A process that kills the job's process group if dlock dies (SIGKILL, the
+// OOM killer) while the job may still run: PR_SET_PDEATHSIG reaches only the
+// job's first process, and on a lease backend the lease would lapse under
+// the others.
 //
 // The guard is a child of dlock: the small program dlock-guard
 // (src/guard/dlock_guard.cpp), found where the modules are, or, if it is

@@ -106,7 +106,7 @@ void Heartbeat::loop() {
     auto kill_at = compute_deadlines(m_state.confirmed_at, m_state.ttl, Millis(0)).kill_at;
     if (SteadyClock::now() >= kill_at) {
       m_state.lost = true;
-      m_state.reason = "the lease could have run out while dlock was not running (paused or starved)";
+      m_state.reason = k_unscheduled_reason;
       notify_owner();
       return;
     }

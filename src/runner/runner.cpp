@@ -170,8 +170,7 @@ private:
     bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
     if (!state.lost && !late) return;
     m_stop = StopReason::ended_unguarded;
-    m_stop_reason = state.lost ? state.reason
-                               : "the lease could have run out while dlock was not running (paused or starved)";
+    m_stop_reason = state.lost ? state.reason : k_unscheduled_reason;
   }
 
   void begin_stop(StopReason reason, const std::string &why, SteadyClock::time_point kill_by,
@@ -189,7 +188,8 @@ private:
     // end by itself: a release would only hold dlock up for its timeout.
     // A lease in doubt is not released either: it ends by itself, and the
     // exit must not wait for a round trip to a backend that may be away.
-    if (m_stop == StopReason::none || m_stop == StopReason::max_runtime) {
+    const bool release = m_stop == StopReason::none || m_stop == StopReason::max_runtime;
+    if (release) {
       try {
         if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
@@ -203,8 +203,7 @@ private:
       }
     }
     auto held_for = duration_cast<Millis>(SteadyClock::now() - m_started);
-    bool released = m_stop == StopReason::none || m_stop == StopReason::max_runtime;
-    detail(1, "{} '{}' after {} ({} renewals)", released ? "released" : "gave up", name, format_duration(held_for),
+    detail(1, "{} '{}' after {} ({} renewals)", release ? "released" : "gave up", name, format_duration(held_for),
            state.renewals);
     switch (m_stop) {
     case StopReason::lost:

@@ -31,6 +31,11 @@ Millis safety_margin(Millis ttl);
 Millis effective_kill_after(Millis ttl, Millis kill_after);
 Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_after);
 
+// Why the lock counts as lost when dlock itself ran again only after the
+// SIGKILL deadline (SIGSTOP, a VM pause, a starved machine).
+inline constexpr char k_unscheduled_reason[] =
+    "the lease could have run out while dlock was not running (paused or starved)";
+
 // Renew every T/3.
 Millis renew_interval(Millis ttl);
 // After an unconfirmed renewal: retry soon (T/15, between 20 ms and 1 s),

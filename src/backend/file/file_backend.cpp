@@ -91,8 +91,8 @@ public:
     if (held == m_held.end()) return {};
     return {held->second.fd.get()};
   }
-  bool lock_follows_job() const override { return true; }
 
+  bool lock_follows_job() const override { return true; }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
     LockStatus before = status(name);

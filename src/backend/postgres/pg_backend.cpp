@@ -193,8 +193,8 @@ public:
     if (held == m_held.end()) return {};
     return {held->second.connection->socket()};
   }
-  bool lock_follows_job() const override { return true; }
 
+  bool lock_follows_job() const override { return true; }
 
   int event_fd() const override {
     // The socket of the lock's session turns readable when the server ends
