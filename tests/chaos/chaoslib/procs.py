@@ -35,23 +35,32 @@ class Reaper:
         return pid in self.status
 
 
-def proc_state(pid):
-    """'R', 'S', 'T', 'Z', ... or None if gone. A zombie counts as gone."""
+def stat_fields(pid):
+    """/proc/PID/stat from field 3 (state) on, or None if gone: the command
+    name before it may hold spaces and parentheses."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             s = f.read()
-        return s[s.rindex(")") + 2]
+        return s[s.rindex(")") + 2:].split()
     except (OSError, ValueError):
         return None
 
 
-def proc_pgid(pid):
+def _field(pid, index, convert):
+    fields = stat_fields(pid)
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            s = f.read()
-        return int(s[s.rindex(")") + 2:].split()[2])
-    except (OSError, ValueError, IndexError):
+        return convert(fields[index]) if fields else None
+    except (ValueError, IndexError):
         return None
+
+
+def proc_state(pid):
+    """'R', 'S', 'T', 'Z', ... or None if gone. A zombie counts as gone."""
+    return _field(pid, 0, str)
+
+
+def proc_pgid(pid):
+    return _field(pid, 2, int)
 
 
 def alive(pid):
@@ -72,17 +81,7 @@ def job_children(dlock_pid):
     before it takes the lock on lease backends. The guard is told apart by
     its exit signal, 0 from birth (field 38 of /proc/PID/stat): its name
     (dlock-guard) is set a moment after it starts."""
-    out = []
-    for pid in children(dlock_pid):
-        try:
-            with open("/proc/%d/stat" % pid) as f:
-                s = f.read()
-            if int(s[s.rindex(")") + 2:].split()[35]) == 0:
-                continue
-        except (OSError, ValueError, IndexError):
-            continue
-        out.append(pid)
-    return out
+    return [pid for pid in children(dlock_pid) if _field(pid, 35, int) not in (None, 0)]
 
 
 def environ(pid):

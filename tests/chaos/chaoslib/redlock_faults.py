@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 
-from .procs import alive, children, environ, job_children
+from .procs import alive, children, environ, job_children, stat_fields
 from .scenarios import TTL_S, Scenario, register
 
 JUMP_S = 30
@@ -211,10 +211,8 @@ def job_end(dpid):
                         continue
                 with open("/proc/%d/cmdline" % s, "rb") as f:
                     dur = float(f.read().split(b"\0")[1])
-                with open("/proc/%d/stat" % s) as f:
-                    st = f.read()
-                start = int(st[st.rindex(")") + 2:].split()[19]) / CLK_TCK   # (+- a tick)
-            except (OSError, ValueError, IndexError):
+                start = int(stat_fields(s)[19]) / CLK_TCK   # (+- a tick)
+            except (OSError, ValueError, IndexError, TypeError):
                 continue
             left = start + 0.5 / CLK_TCK + dur - time.clock_gettime(time.CLOCK_BOOTTIME)
             return j, time.monotonic() + left
