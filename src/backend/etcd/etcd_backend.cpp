@@ -29,6 +29,7 @@ namespace dlock::backend::etcd {
 namespace {
 
 constexpr int k_default_port = 2379;
+constexpr const char *k_key_deleted = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
 
 struct Contender {
   std::string key;
@@ -95,15 +96,21 @@ public:
       return result;
     }
     const std::string key = key_of(lease.name, *id);
+    const bool guarded = m_guarded && m_guarded->key == key;
     auto sent = SteadyClock::now();
     try {
+      if (guarded && deleted_in(m_gateway.poll_watch(), key)) {
+        result.outcome = RenewOutcome::lost;
+        result.reason = k_key_deleted;
+        return result;
+      }
       // The key first: deleted by hand, it frees the lock for the next
       // contender even though its lease lives on. Its lease is the token's
       // unless a renewal with another ttl moved it to a new one.
       auto current = lease_of_key(key, answer_by);
       if (!current) {
         result.outcome = RenewOutcome::lost;
-        result.reason = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
+        result.reason = k_key_deleted;
         return result;
       }
       auto alive = m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(*current)}}, answer_by);
@@ -141,6 +148,7 @@ public:
       result.outcome = RenewOutcome::renewed;
       result.ttl = Millis(granted * 1000);
       result.sent_at = sent;
+      if (guarded) guard(key, result.ttl);
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw;
       result.reason = failure.what();
@@ -151,6 +159,10 @@ public:
   ReleaseOutcome release(const Lease &lease) override {
     auto id = lease_from_token(lease.token);
     if (!id) return ReleaseOutcome::not_owner;
+    if (m_guarded && m_guarded->key == key_of(lease.name, *id)) {
+      m_guarded.reset();
+      m_gateway.stop_watch();
+    }
     // The token's lease, in one round trip; only if etcd no longer has it
     // may the key have moved to another lease (renew with another ttl).
     if (revoke(*id)) return ReleaseOutcome::released;
@@ -191,6 +203,10 @@ public:
       if (auto found = inspect(name).first; found.held) out.push_back(std::move(found));
     return out;
   }
+
+  // The watch on the held key (see guard()), once the first renewal
+  // opened it.
+  int event_fd() const override { return m_guarded ? m_gateway.watch_fd() : -1; }
 
   PingResult ping() override {
     PingResult result;
@@ -373,6 +389,7 @@ private:
 
   AcquireResult acquired(const LockRequest &request, std::int64_t lease, std::int64_t revision, Millis ttl,
                          SteadyClock::time_point confirmed_at) {
+    m_guarded = Guarded{key_of(request.name, lease), revision + 1};
     Lease out;
     out.name = request.name;
     out.token = lease_hex(lease);
@@ -485,8 +502,37 @@ private:
     return {status, owner};
   }
 
+  // A holder watches its own key, so that a lease revoked between two
+  // renewals (release --force, a key deleted by hand, or an etcd 3.4
+  // leader that was paused and, on resuming, revokes the leases it takes
+  // for expired although the new leader kept them alive: etcd issue
+  // #15247) stops the job within milliseconds, not at the next renewal.
+  // The watch is opened by the first renewal, on the member that answered
+  // it, so a short job never pays for it; from the key's creation on, so
+  // nothing that happened before is missed. It follows the renewals to
+  // another member after a fail-over. One watch per backend: the lock
+  // taken last.
+  void guard(const std::string &key, Millis ttl) {
+    try {
+      m_gateway.keep_watching(key, m_guarded->from_revision, SteadyClock::now() + ttl / 6);
+    } catch (const Error &failure) {
+      if (failure.code() == ExitCode::auth) throw;
+      detail(2, "could not watch '{}': {}", key, failure.what());
+    }
+  }
+
+  static bool deleted_in(const std::vector<WatchEvent> &events, const std::string &key) {
+    return std::any_of(events.begin(), events.end(), [&](const WatchEvent &e) { return e.deleted && e.key == key; });
+  }
+
+  struct Guarded {
+    std::string key;
+    std::int64_t from_revision = 0;
+  };
+
   BackendConfig m_config;
   Gateway m_gateway;
+  std::optional<Guarded> m_guarded;
   std::map<std::int64_t, long> m_asked; // lease granted here -> the TTL asked for (s)
 };
 

@@ -183,29 +183,67 @@ Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_p
   return login;
 }
 
-void Gateway::watch(const std::string &key, std::int64_t start_revision) {
+void Gateway::watch(const std::string &key, std::int64_t start_revision,
+                    std::optional<SteadyClock::time_point> by) {
   stop_watch();
   m_watch_create = {
       {"create_request", {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
+  m_watch_key = key;
   m_watch_next_revision = start_revision;
   m_watch_failures = 0;
-  start_watch_stream();
+  start_watch_stream(by);
+}
+
+void Gateway::keep_watching(const std::string &key, std::int64_t start_revision, SteadyClock::time_point by) {
+  if (m_watch_create.is_null() || m_watch_key != key) {
+    watch(key, start_revision, by);
+  } else if (!m_watch_open || m_watch_endpoint != m_current) {
+    m_watch_failures = 0;
+    start_watch_stream(by);
+  } else {
+    return;
+  }
+  // etcd confirms a new watch with a message of its own: take it now, so
+  // that the stream's descriptor turns readable only for what follows.
+  while (m_watch_open && m_watch_buffer.find('\n') == std::string::npos && SteadyClock::now() < by) {
+    if (!m_watch->read_stream(m_watch_buffer, by, -1)) m_watch_open = false;
+  }
+  if (!m_watch_open) m_watch.reset();
+}
+
+std::vector<WatchEvent> Gateway::poll_watch() {
+  std::vector<WatchEvent> events;
+  if (m_watch_create.is_null()) return events;
+  if (m_watch_open) {
+    // Everything there is now: each read takes what one recv gives.
+    for (std::size_t before = ~std::size_t{0}; m_watch_buffer.size() != before;) {
+      before = m_watch_buffer.size();
+      if (!m_watch->read_stream(m_watch_buffer, SteadyClock::now(), -1)) {
+        m_watch_open = false;
+        break;
+      }
+    }
+  }
+  take_watch_lines(events);
+  if (!m_watch_open) m_watch.reset();
+  return events;
 }
 
 void Gateway::stop_watch() {
   m_watch_create = Json();
+  m_watch_key.clear();
   m_watch.reset();
   m_watch_open = false;
   m_watch_buffer.clear();
 }
 
-void Gateway::start_watch_stream() {
+void Gateway::start_watch_stream(std::optional<SteadyClock::time_point> by) {
   m_watch_open = false;
   m_watch_buffer.clear();
   std::size_t endpoint = (m_current + m_watch_failures) % m_options.endpoints.size();
   m_watch_endpoint = endpoint;
   m_watch_create["create_request"]["start_revision"] = std::to_string(m_watch_next_revision);
-  auto deadline = SteadyClock::now() + m_options.timeout;
+  auto deadline = by.value_or(SteadyClock::now() + m_options.timeout);
   try {
     if (m_options.user && !m_tokens.count(endpoint)) authenticate(endpoint, deadline, -1);
     m_watch = std::make_unique<HttpConnection>(m_options.endpoints[endpoint], m_tls, m_options.timeout);

@@ -75,9 +75,21 @@ public:
 
   // Starts watching `key` for changes after `start_revision`; replaces
   // any earlier watch. The watch is served while call() or wait_watch()
-  // run.
-  void watch(const std::string &key, std::int64_t start_revision);
+  // run. Opening it may take until `by` (default: the request timeout).
+  void watch(const std::string &key, std::int64_t start_revision,
+             std::optional<SteadyClock::time_point> by = std::nullopt);
+  // Keeps a watch on `key` open on the endpoint that answered last: opens
+  // it (from `start_revision`) if the watch is on another key, or reopens
+  // it there, from the last revision seen, if its stream ended or it is
+  // on another endpoint. A failure leaves no watch open (watch_fd() -1).
+  void keep_watching(const std::string &key, std::int64_t start_revision, SteadyClock::time_point by);
   void stop_watch();
+  // The open watch stream's descriptor (readable when etcd sent something
+  // on it), or -1.
+  int watch_fd() const { return m_watch_open && m_watch ? m_watch->fd() : -1; }
+  // Events that have already arrived, without waiting; a stream found
+  // ended is marked closed.
+  std::vector<WatchEvent> poll_watch();
   // Waits until the watch delivers events (returned), `until` passes or
   // `interrupt_fd` is readable (both: empty). A broken watch stream is
   // opened again on the next endpoint from the last revision seen; a
@@ -100,7 +112,7 @@ private:
   std::vector<std::string> headers_for(std::size_t endpoint) const;
   // Logs in on `endpoint`; throws 77 when the credentials are refused.
   Attempt authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd);
-  void start_watch_stream();
+  void start_watch_stream(std::optional<SteadyClock::time_point> by = std::nullopt);
   void take_watch_lines(std::vector<WatchEvent> &events);
 
   GatewayOptions m_options;
@@ -114,6 +126,7 @@ private:
   std::size_t m_watch_endpoint = 0;
   bool m_watch_open = false;
   std::string m_watch_buffer;
+  std::string m_watch_key;
   Json m_watch_create;
   std::int64_t m_watch_next_revision = 0;
   std::size_t m_watch_failures = 0;
