@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <future>
+#include <poll.h>
 #include <thread>
 #include <unistd.h>
 
@@ -234,6 +235,27 @@ TEST_CASE("force release breaks the holder's lock; its next renewal is lost") {
   CHECK(client()->status(name).held);
   CHECK(b->release(next) == ReleaseOutcome::released);
   CHECK_FALSE(b->force_release(name));
+}
+
+TEST_CASE("a holder with news learns of a forced release before its next renewal") {
+  auto a = client(), b = client();
+  auto name = unique("news");
+  Lease lease = must_acquire(*a, request_for(name, 6000ms));
+  // Backends that learn of losses on their own do so once a renewal has
+  // run (etcd opens its watch then); the others say -1 and renew at T/3.
+  REQUIRE(a->renew(lease, 6000ms, std::nullopt).outcome == RenewOutcome::renewed);
+  int news = a->event_fd();
+  if (news < 0) {
+    CHECK(b->force_release(name));
+    CHECK(a->renew(lease, 6000ms, std::nullopt).outcome == RenewOutcome::lost);
+    return;
+  }
+  pollfd quiet{news, POLLIN, 0};
+  CHECK(::poll(&quiet, 1, 100) == 0);
+  REQUIRE(b->force_release(name));
+  pollfd item{news, POLLIN, 0};
+  CHECK(::poll(&item, 1, 2000) == 1);
+  CHECK(a->renew(lease, 6000ms, std::nullopt).outcome == RenewOutcome::lost);
 }
 
 TEST_CASE("ping reaches the backend") {

@@ -148,7 +148,7 @@ public:
       result.outcome = RenewOutcome::renewed;
       result.ttl = Millis(granted * 1000);
       result.sent_at = sent;
-      if (guarded) guard(key, result.ttl);
+      if (guarded) guard(key, result.ttl, answer_by);
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw;
       result.reason = failure.what();
@@ -512,9 +512,15 @@ private:
   // nothing that happened before is missed. It follows the renewals to
   // another member after a fail-over. One watch per backend: the lock
   // taken last.
-  void guard(const std::string &key, Millis ttl) {
+  // Opening it holds up the news of the renewal that just succeeded, and
+  // the job's SIGTERM is due from 2T/3 after the one before: it gets at
+  // most T/6, and nothing when the renewal came late (the next one tries).
+  void guard(const std::string &key, Millis ttl, std::optional<SteadyClock::time_point> answer_by) {
+    auto by = SteadyClock::now() + ttl / 6;
+    if (answer_by) by = std::min(by, *answer_by - ttl / 3);
+    if (SteadyClock::now() >= by) return;
     try {
-      m_gateway.keep_watching(key, m_guarded->from_revision, SteadyClock::now() + ttl / 6);
+      m_gateway.keep_watching(key, m_guarded->from_revision, by);
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw;
       detail(2, "could not watch '{}': {}", key, failure.what());
