@@ -283,8 +283,8 @@ TEST_CASE("a lease that is not renewed runs out, and a waiter takes the lock soo
   AcquireResult result = b->acquire(request, SteadyClock::now() + 5s, Signals::interrupt());
   auto waited = SteadyClock::now() - started;
   REQUIRE(result.outcome == AcquireOutcome::acquired);
-  CHECK(waited >= 900ms);  // not before the lease ran out
-  CHECK(waited < 2000ms);  // and soon after it did (fallback wake-up)
+  CHECK(waited >= 900ms); // not before the lease ran out
+  CHECK(waited < 2000ms); // and soon after it did (fallback wake-up)
   CHECK(result.lease->fence > lease.fence);
   auto c = client();
   CHECK(c->renew(lease, 1000ms, std::nullopt).outcome == RenewOutcome::lost);

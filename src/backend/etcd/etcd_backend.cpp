@@ -422,9 +422,8 @@ private:
         m_gateway.stop_watch();
         return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
       }
-      bool look = std::any_of(events.begin(), events.end(), [&](const WatchEvent &e) {
-        return e.mod_revision < 0 || (e.deleted && e.key == predecessor.key);
-      });
+      bool look = deleted_in(events, predecessor.key) ||
+                  std::any_of(events.begin(), events.end(), [](const WatchEvent &e) { return e.mod_revision < 0; });
       if (!look) {
         auto now = SteadyClock::now();
         if (deadline && now >= *deadline) {

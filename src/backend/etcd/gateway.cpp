@@ -183,8 +183,7 @@ Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_p
   return login;
 }
 
-void Gateway::watch(const std::string &key, std::int64_t start_revision,
-                    std::optional<SteadyClock::time_point> by) {
+void Gateway::watch(const std::string &key, std::int64_t start_revision, std::optional<SteadyClock::time_point> by) {
   stop_watch();
   m_watch_create = {
       {"create_request", {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
