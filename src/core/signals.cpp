@@ -20,7 +20,8 @@ int g_stop_pipe[2] = {-1, -1};
 std::atomic<int> g_stop_signal{0};
 std::atomic<bool> g_wait_active{false};
 timer_t g_wait_timer{};
-std::once_flag g_installed;
+bool g_installed = false;
+std::mutex g_install_mutex;
 
 void arm_retrigger() {
   // timer_settime is async-signal-safe: a signal that lands just before the
@@ -56,31 +57,42 @@ public:
 SignalInterrupt g_interrupt;
 
 void make_pipe(int fds[2]) {
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw resource_error("cannot create a pipe", errno);
 }
 
 } // namespace
 
 void Signals::install() {
-  std::call_once(g_installed, [] {
-    make_pipe(g_event_pipe);
+  // Not std::call_once: it runs its function inside pthread_once, and an
+  // exception thrown through that glibc frame needs libgcc_s.so.1 loaded
+  // at that moment. With no descriptor left to load it (ulimit -n 5) the
+  // process aborted instead of reporting the failed pipe.
+  std::lock_guard lock(g_install_mutex);
+  if (g_installed) return;
+  make_pipe(g_event_pipe);
+  try {
     make_pipe(g_stop_pipe);
-    struct sigaction action {};
-    sigemptyset(&action.sa_mask);
-    // No SA_RESTART: a blocked flock() or poll() must return EINTR.
-    action.sa_flags = 0;
-    action.sa_handler = on_signal;
-    for (int signo : k_forwarded_signals)
-      sigaction(signo, &action, nullptr);
-    action.sa_flags = SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &action, nullptr);
-    action.sa_flags = 0;
-    action.sa_handler = on_alarm;
-    sigaction(SIGALRM, &action, nullptr);
-    action.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &action, nullptr);
-  });
+  } catch (const Error &) {
+    close(g_event_pipe[0]);
+    close(g_event_pipe[1]);
+    g_event_pipe[0] = g_event_pipe[1] = -1;
+    throw;
+  }
+  struct sigaction action {};
+  sigemptyset(&action.sa_mask);
+  // No SA_RESTART: a blocked flock() or poll() must return EINTR.
+  action.sa_flags = 0;
+  action.sa_handler = on_signal;
+  for (int signo : k_forwarded_signals)
+    sigaction(signo, &action, nullptr);
+  action.sa_flags = SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &action, nullptr);
+  action.sa_flags = 0;
+  action.sa_handler = on_alarm;
+  sigaction(SIGALRM, &action, nullptr);
+  action.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &action, nullptr);
+  g_installed = true;
 }
 
 int Signals::event_fd() { return g_event_pipe[0]; }
@@ -140,8 +152,7 @@ BlockingWait::BlockingWait(std::optional<std::chrono::steady_clock::time_point> 
   event.sigev_notify = SIGEV_THREAD_ID;
   event.sigev_signo = SIGALRM;
   event._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
-  if (timer_create(CLOCK_MONOTONIC, &event, &g_wait_timer) != 0)
-    throw Error(ExitCode::internal, errno_message("cannot create a timer", errno));
+  if (timer_create(CLOCK_MONOTONIC, &event, &g_wait_timer) != 0) throw resource_error("cannot create a timer", errno);
   g_wait_active.store(true);
   if (g_stop_signal.load() != 0) {
     arm_retrigger();
@@ -159,6 +170,21 @@ BlockingWait::BlockingWait(std::optional<std::chrono::steady_clock::time_point> 
 BlockingWait::~BlockingWait() {
   g_wait_active.store(false);
   timer_delete(g_wait_timer);
+}
+
+Error resource_error(const std::string &what, int error_number) {
+  switch (error_number) {
+  case EMFILE:
+    return Error(ExitCode::internal, what + ": out of file descriptors (raise ulimit -n)");
+  case ENFILE:
+    return Error(ExitCode::internal, what + ": the system is out of file descriptors (fs.file-max)");
+  case ENOMEM:
+    return Error(ExitCode::internal, what + ": out of memory");
+  case EAGAIN:
+    return Error(ExitCode::internal, what + ": out of processes or kernel memory (ulimit -u)");
+  default:
+    return Error(ExitCode::internal, errno_message(what, error_number));
+  }
 }
 
 bool BlockingWait::deadline_passed() const { return m_deadline && std::chrono::steady_clock::now() >= *m_deadline; }

@@ -1,7 +1,10 @@
 #pragma once
 
+#include "core/error.hpp"
+
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dlock {
@@ -64,5 +67,10 @@ public:
 private:
   std::optional<std::chrono::steady_clock::time_point> m_deadline;
 };
+
+// A failure of one of dlock's own process resources (a pipe, a timer, a
+// process): exit 70, with the cause a user can act on ("out of file
+// descriptors (raise ulimit -n)") instead of the bare errno text.
+Error resource_error(const std::string &what, int error_number);
 
 } // namespace dlock

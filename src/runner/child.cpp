@@ -139,7 +139,7 @@ pid_t spawn_child(const ChildSpec &spec) {
   std::vector<char *> envp = pointers(env_strings);
 
   int error_pipe[2];
-  if (pipe2(error_pipe, O_CLOEXEC) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+  if (pipe2(error_pipe, O_CLOEXEC) != 0) throw resource_error("cannot create a pipe", errno);
   // Prepared here, not in the child: it may not allocate. Standard
   // descriptors are inherited anyway; -1 stands for none.
   std::vector<int> inherited;
@@ -171,7 +171,7 @@ pid_t spawn_child(const ChildSpec &spec) {
   close(error_pipe[1]);
   if (pid < 0) {
     close(error_pipe[0]);
-    throw Error(ExitCode::internal, errno_message("cannot start the command", clone_error));
+    throw resource_error("cannot start the command", clone_error);
   }
   setpgid(pid, pid);
   if (plan.take_terminal) g_took_terminal = true;

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/signals.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -110,7 +111,7 @@ Guard Guard::start() {
   // nothing to guard.
   if (getpid() == 1) return Guard();
   int ends[2];
-  if (pipe2(ends, O_CLOEXEC) != 0) throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
+  if (pipe2(ends, O_CLOEXEC) != 0) throw resource_error("cannot create a pipe", errno);
   UniqueFd read_end(ends[0]), write_end(ends[1]);
   rlimit files{};
   int descriptor_limit = 1 << 20;
@@ -129,7 +130,7 @@ Guard Guard::start() {
   int clone_error = errno;
   if (pid > 0) setpgid(static_cast<pid_t>(pid), static_cast<pid_t>(pid));
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (pid < 0) throw Error(ExitCode::internal, errno_message("cannot start the guard process", clone_error));
+  if (pid < 0) throw resource_error("cannot start the guard process", clone_error);
   return Guard(std::move(write_end), static_cast<pid_t>(pid));
 }
 

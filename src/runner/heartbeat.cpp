@@ -59,8 +59,8 @@ Heartbeat::State Heartbeat::snapshot() const {
 
 void Heartbeat::notify_owner() {
   if (m_wake_fd < 0) return;
-  char byte = 1;
-  while (::write(m_wake_fd, &byte, 1) < 0 && errno == EINTR) {
+  std::uint64_t one = 1;
+  while (::write(m_wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
   }
 }
 

@@ -31,7 +31,7 @@ public:
     int failures_in_row = 0;
   };
 
-  // `wake_fd` (may be -1) gets a byte after every renewal attempt so that a
+  // `wake_fd` (an eventfd, or -1) is incremented after every renewal attempt so that a
   // poll() loop re-reads the state.
   Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd);
   ~Heartbeat();

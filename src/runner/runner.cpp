@@ -15,6 +15,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -57,6 +58,14 @@ public:
     // The job holds the lock's descriptors too: a dlock killed with SIGKILL
     // then leaves the lock to the job and its descendants until they end.
     ChildSpec spec{m_options.command, environment, {"DLOCK_PASSWORD"}, true, m_backend.lifetime_fds(lease)};
+    // Everything the supervision needs is made before the job starts: once
+    // it runs, a failure could only abandon it.
+    UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wake) {
+      int err = errno;
+      m_backend.release(lease);
+      throw resource_error("cannot create an eventfd", err);
+    }
     try {
       m_child = spawn_child(spec);
     } catch (const Error &) {
@@ -68,12 +77,8 @@ public:
     if (m_observer) m_observer->on_child_started(m_child);
     Signals::clear_stop();
 
-    int wake[2];
-    if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw Error(ExitCode::internal, errno_message("cannot create a pipe", errno));
-    UniqueFd wake_read(wake[0]), wake_write(wake[1]);
-    Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake_write.get());
-    supervise(heartbeat, wake_read.get());
+    Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake.get());
+    supervise(heartbeat, wake.get());
     // Every descendant is reaped: the guard must not kill a process group
     // whose number could be reused from now on.
     m_guard.job_ended();
