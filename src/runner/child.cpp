@@ -208,9 +208,13 @@ void restore_terminal() {
   sigaction(SIGTTOU, &previous, nullptr);
 }
 
-std::vector<pid_t> live_descendants() {
-  std::multimap<pid_t, pid_t> children; // parent -> child
-  std::map<pid_t, char> state;
+std::vector<Descendant> live_descendants() {
+  struct Entry {
+    pid_t pid;
+    pid_t process_group;
+    bool live;
+  };
+  std::multimap<pid_t, Entry> children; // parent -> child
   DIR *proc = opendir("/proc");
   if (!proc) return {};
   while (dirent *entry = readdir(proc)) {
@@ -220,34 +224,47 @@ std::vector<pid_t> live_descendants() {
     std::ifstream in(fmt::format("/proc/{}/stat", pid));
     std::string line;
     if (!std::getline(in, line)) continue;
-    // "pid (comm) S ppid ...": comm may hold spaces and parentheses.
+    // "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses.
     auto close_paren = line.rfind(')');
     if (close_paren == std::string::npos || close_paren + 4 > line.size()) continue;
     char process_state = line[close_paren + 2];
-    long ppid = std::strtol(line.c_str() + close_paren + 4, nullptr, 10);
-    children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
-    state[static_cast<pid_t>(pid)] = process_state;
+    char *after_ppid = nullptr;
+    long ppid = std::strtol(line.c_str() + close_paren + 4, &after_ppid, 10);
+    long process_group = std::strtol(after_ppid, nullptr, 10);
+    children.emplace(static_cast<pid_t>(ppid), Entry{static_cast<pid_t>(pid), static_cast<pid_t>(process_group),
+                                                     process_state != 'Z' && process_state != 'X'});
   }
   closedir(proc);
-  std::vector<pid_t> found;
+  std::vector<Descendant> found;
   std::vector<pid_t> frontier{getpid()};
   while (!frontier.empty()) {
     pid_t parent = frontier.back();
     frontier.pop_back();
     auto [first, last] = children.equal_range(parent);
     for (auto it = first; it != last; ++it) {
-      frontier.push_back(it->second);
-      if (state[it->second] != 'Z' && state[it->second] != 'X') found.push_back(it->second);
+      frontier.push_back(it->second.pid);
+      if (it->second.live) found.push_back({it->second.pid, it->second.process_group});
     }
   }
   return found;
 }
 
 std::size_t signal_tree(pid_t process_group, int signo, pid_t spare) {
+  // The group first, in one system call: it reaches every member at once,
+  // a child being forked at that moment included (the kernel passes a
+  // signal sent to a group during a fork on to the new child). Then, each
+  // once, the descendants outside the group, listed after the group was
+  // signalled. A process that leaves the group between the two steps gets
+  // the signal twice; one that joins the group from outside in that moment
+  // (setpgid into the job's group, which a daemonizing helper never does)
+  // gets none. Listing first would turn the first case into a missed
+  // signal instead, and a missed stop signal is the worse of the two.
   std::size_t signalled = 0;
-  if (process_group > 0 && kill(-process_group, signo) == 0) ++signalled;
-  for (pid_t pid : live_descendants())
-    if (pid != spare && kill(pid, signo) == 0) ++signalled;
+  if (process_group > 1 && kill(-process_group, signo) == 0) ++signalled;
+  for (const Descendant &process : live_descendants())
+    if (process.pid != spare && (process_group <= 1 || process.process_group != process_group) &&
+        kill(process.pid, signo) == 0)
+      ++signalled;
   return signalled;
 }
 

@@ -32,13 +32,21 @@ pid_t spawn_child(const ChildSpec &spec);
 // Gives the terminal back to dlock's own process group if spawn_child took it.
 void restore_terminal();
 
-// Every live descendant of this process (children, grandchildren, ...),
-// found through /proc; zombies are left out, they are already gone.
-std::vector<pid_t> live_descendants();
+struct Descendant {
+  pid_t pid;
+  pid_t process_group;
+};
 
-// Sends `signo` to the process group and to every live descendant (those
-// that left the group included) but `spare` (the guard, runner/guard.hpp).
-// Returns how many processes were signalled.
+// Every live descendant of this process (children, grandchildren, ...),
+// found through /proc, with the process group each was in when listed;
+// zombies are left out, they are already gone.
+std::vector<Descendant> live_descendants();
+
+// Sends `signo` once to every process of the job: to the process group
+// `process_group`, then to each live descendant outside that group (one
+// that left it with setsid or setpgid) but `spare` (the guard,
+// runner/guard.hpp). Returns how many kill() calls succeeded (the group
+// counts as one).
 std::size_t signal_tree(pid_t process_group, int signo, pid_t spare = -1);
 
 // "exited 3" / "killed by signal 9" → the exit status dlock passes on:
