@@ -57,7 +57,7 @@ function __dlock_wants_name
             continue
         end
         switch $token
-            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
+            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
                 set skip_value 1
             case '-*'
             case '*'
@@ -160,6 +160,7 @@ complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -s c -x
 complete -c dlock -n '__dlock_using run acquire renew; and not __dlock_after_dashdash' -s t -l ttl -x -a '(__dlock_durations)' -d 'Lease length'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_after_dashdash' -s w -l wait -x -a '(__dlock_durations 0 forever)' -d 'How long to wait for the lock'
 complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL'
+complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l lost-kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL after a confirmed loss'
 complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l max-runtime -x -a '(__dlock_durations)' -d 'Stop the job after D and exit 124'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_after_dashdash' -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when the lock is busy'
 complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l lost-exit-code -x -a 76 -d 'Exit status when the lock is lost'

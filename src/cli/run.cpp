@@ -17,6 +17,7 @@ struct RunArguments {
   std::optional<std::string> ttl;
   std::optional<std::string> wait;
   std::optional<std::string> kill_after;
+  std::optional<std::string> lost_kill_after;
   std::optional<std::string> max_runtime;
   std::optional<std::string> conflict_exit_code;
   std::optional<std::string> lost_exit_code;
@@ -35,6 +36,7 @@ int run_run(const RunArguments &args, Context &context) {
   options.wait = resolve_wait(args.wait, settings);
   options.command = args.shell_command ? std::vector<std::string>{"/bin/sh", "-c", *args.shell_command} : args.command;
   options.kill_after = args.kill_after ? parse_duration(*args.kill_after, "--kill-after") : Millis(5000);
+  if (args.lost_kill_after) options.lost_kill_after = parse_duration(*args.lost_kill_after, "--lost-kill-after");
   if (args.max_runtime) {
     options.max_runtime = parse_duration(*args.max_runtime, "--max-runtime");
     if (options.max_runtime->count() <= 0) throw UsageError("--max-runtime must be greater than zero");
@@ -62,6 +64,9 @@ void setup_run(CLI::App &run, Context &context) {
       ->type_name("D");
   run.add_option("--kill-after", args->kill_after,
                  "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]")
+      ->type_name("D");
+  run.add_option("--lost-kill-after", args->lost_kill_after,
+                 "Grace between SIGTERM and SIGKILL after a confirmed lock loss, at most --kill-after [default 1s]")
       ->type_name("D");
   run.add_option("--max-runtime", args->max_runtime, "Stop the job after D and exit 124")->type_name("D");
   run.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")

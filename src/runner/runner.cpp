@@ -129,7 +129,7 @@ private:
       Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
       if (m_stop == StopReason::none) {
         if (state.lost) {
-          begin_stop(StopReason::lost, state.reason, std::min(now + deadlines.kill_after, deadlines.kill_at),
+          begin_stop(StopReason::lost, state.reason, lost_kill_at(deadlines, now, m_options.lost_kill_after),
                      stop_kill_at);
         } else if (now >= deadlines.term_at) {
           begin_stop(StopReason::lease_deadline, state.reason, deadlines.kill_at, stop_kill_at);

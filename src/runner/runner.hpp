@@ -14,6 +14,9 @@ struct RunOptions {
   std::optional<Millis> wait = Millis(0); // nullopt: wait forever
   std::vector<std::string> command;
   Millis kill_after{5000};
+  // The grace after a confirmed loss (someone else may already hold the
+  // lock): at most kill_after, see lost_kill_at().
+  Millis lost_kill_after{1000};
   std::optional<Millis> max_runtime;
   int conflict_exit_code = 75;
   int lost_exit_code = 76;

@@ -24,6 +24,11 @@ Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_
   return d;
 }
 
+SteadyClock::time_point lost_kill_at(const Deadlines &deadlines, SteadyClock::time_point now, Millis lost_kill_after) {
+  Millis grace = std::clamp(lost_kill_after, Millis(0), deadlines.kill_after);
+  return std::min(now + grace, deadlines.kill_at);
+}
+
 Millis renew_interval(Millis ttl) { return std::max(Millis(1), ttl / 3); }
 
 Millis retry_interval(Millis ttl, double jitter01) {

@@ -31,6 +31,12 @@ Millis safety_margin(Millis ttl);
 Millis effective_kill_after(Millis ttl, Millis kill_after);
 Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_after);
 
+// SIGKILL after a confirmed loss seen at `now` (the backend says someone
+// else owns the lock, or a watch reports it deleted): the overlap with the
+// next holder has begun, so the grace is --lost-kill-after (default 1s),
+// never more than the K of `deadlines`, and SIGKILL never after its kill_at.
+SteadyClock::time_point lost_kill_at(const Deadlines &deadlines, SteadyClock::time_point now, Millis lost_kill_after);
+
 // Why the lock counts as lost when dlock itself ran again only after the
 // SIGKILL deadline (SIGSTOP, a VM pause, a starved machine).
 inline constexpr char k_unscheduled_reason[] =

@@ -75,6 +75,20 @@ TEST_CASE("the kill deadline leaves 1% drift and the margin before t0 + T") {
   CHECK(short_lease.kill_after < 5s);
 }
 
+TEST_CASE("after a confirmed loss SIGKILL follows within --lost-kill-after, at most K, never after kill_at") {
+  auto t0 = SteadyClock::time_point{} + 10s;
+  auto now = t0 + 10s;
+  auto d = runner::compute_deadlines(t0, 30s, 5s);
+  CHECK(runner::lost_kill_at(d, now, 1s) == now + 1s);
+  CHECK(runner::lost_kill_at(d, now, 3s) == now + 3s);
+  // Never more grace than --kill-after gives.
+  CHECK(runner::lost_kill_at(d, now, 20s) == now + 5s);
+  CHECK(runner::lost_kill_at(runner::compute_deadlines(t0, 30s, 300ms), now, 1s) == now + 300ms);
+  // Never past the lease's own kill deadline.
+  CHECK(runner::lost_kill_at(d, d.kill_at - 200ms, 1s) == d.kill_at);
+  CHECK(runner::lost_kill_at(d, d.kill_at + 1s, 1s) == d.kill_at);
+}
+
 TEST_CASE("renewals come every T/3 and retries soon after a failure") {
   CHECK(runner::renew_interval(30s) == 10s);
   CHECK(runner::retry_interval(30s, 0.0) == 1000ms);
@@ -130,6 +144,21 @@ TEST_CASE("a refused renewal stops the child at once and exits with the lost cod
   // The refusal came at T/3; SIGTERM follows within a few milliseconds.
   CHECK(ms_between(backend.renew_times[0], *term) < 50);
   CHECK(ms_between(started, SteadyClock::now()) < 800);
+}
+
+TEST_CASE("a refused renewal kills a job that ignores SIGTERM 1 s later by default, not --kill-after later") {
+  FakeBackend backend;
+  backend.renew_mode = FakeBackend::RenewMode::refuse;
+  Recorder recorder;
+  // With T = 6 s, K = 5 s is capped to 1.84 s; the loss gives it 1 s.
+  auto options = options_for(k_stubborn, 6s);
+  CHECK(runner::run_locked(backend, options, &recorder) == 76);
+  auto term = recorder.first(SIGTERM);
+  auto kill = recorder.first(SIGKILL);
+  REQUIRE(term);
+  REQUIRE(kill);
+  CHECK(ms_between(*term, *kill) >= 990);
+  CHECK(ms_between(*term, *kill) < 1300);
 }
 
 TEST_CASE("unconfirmed renewals get SIGTERM then SIGKILL before t0 + 0.99T") {
