@@ -29,7 +29,9 @@ using std::chrono::duration_cast;
 
 // ended_unguarded: the job ended on its own, but dlock saw it only after
 // the lease could have lapsed (dlock was paused or starved meanwhile).
-enum class StopReason { none, lost, lease_deadline, max_runtime, ended_unguarded };
+// guard_killed: dlock was not running when the lease's kill deadline came,
+// and its guard killed the job's process group.
+enum class StopReason { none, lost, lease_deadline, max_runtime, ended_unguarded, guard_killed };
 
 void drain(int fd) {
   char buffer[64];
@@ -72,7 +74,8 @@ public:
       m_backend.release(lease);
       throw;
     }
-    m_guard.job_started(m_child);
+    m_guard.job_started(m_child, guard_kill_at(lease.confirmed_at, lease.ttl));
+    m_guarded_t0 = lease.confirmed_at;
     m_started = SteadyClock::now();
     if (m_observer) m_observer->on_child_started(m_child);
     Signals::clear_stop();
@@ -123,9 +126,15 @@ private:
     // starts it early: the heartbeat renews at once and sees the loss.
     const int news_fd = m_backend.event_fd();
     while (!reap()) {
+      note_group_gone();
       auto now = SteadyClock::now();
       if (!heartbeat.started() && now >= first_renewal) heartbeat.start();
       Heartbeat::State state = heartbeat.snapshot();
+      // Every confirmed renewal moves the guard's deadline too.
+      if (state.confirmed_at != m_guarded_t0) {
+        m_guarded_t0 = state.confirmed_at;
+        m_guard.kill_deadline(guard_kill_at(state.confirmed_at, state.ttl));
+      }
       Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
       if (m_stop == StopReason::none) {
         if (state.lost) {
@@ -165,6 +174,16 @@ private:
     m_ended_seen_at = SteadyClock::now();
   }
 
+  // Once the job's first process is reaped and no other is left in its
+  // process group, the group's number may be reused: the guard must forget
+  // it. A group cannot refill once empty, so the first ESRCH settles it.
+  void note_group_gone() {
+    if (m_group_gone || !m_child_status) return;
+    if (kill(-m_child, 0) == 0 || errno != ESRCH) return;
+    m_group_gone = true;
+    m_guard.group_gone();
+  }
+
   // The loop above checks the deadlines only while the job runs. If dlock
   // was not running when the lease could lapse (SIGSTOP, a VM pause, a
   // starved machine) and the job ended meanwhile, its end is seen only after
@@ -174,6 +193,12 @@ private:
     if (m_stop != StopReason::none) return;
     bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
     if (!state.lost && !late) return;
+    // The guard's SIGKILL at the deadline, not the job's own end.
+    if (late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
+        m_guard.killed_at_deadline(Millis(200))) {
+      m_stop = StopReason::guard_killed;
+      return;
+    }
     m_stop = StopReason::ended_unguarded;
     m_stop_reason = state.lost ? state.reason : k_unscheduled_reason;
   }
@@ -223,6 +248,11 @@ private:
       say("lock '{}' could have been lost before the job ended ({}); the job exited with status {}", name,
           m_stop_reason, m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal));
       return m_options.lost_exit_code;
+    case StopReason::guard_killed:
+      say("lock '{}' could not be renewed while dlock was not running (stopped, hung or starved); its guard killed "
+          "the job before the lease could lapse",
+          name);
+      return m_options.lost_exit_code;
     case StopReason::max_runtime:
       say("job under lock '{}' ran past --max-runtime {}; it was stopped", name,
           format_duration(*m_options.max_runtime));
@@ -240,6 +270,8 @@ private:
   RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
+  SteadyClock::time_point m_guarded_t0; // the lease the guard's deadline is for
+  bool m_group_gone = false;
   SteadyClock::time_point m_started;
   SteadyClock::time_point m_ended_seen_at;
   StopReason m_stop = StopReason::none;

@@ -29,6 +29,10 @@ SteadyClock::time_point lost_kill_at(const Deadlines &deadlines, SteadyClock::ti
   return std::min(now + grace, deadlines.kill_at);
 }
 
+SteadyClock::time_point guard_kill_at(SteadyClock::time_point t0, Millis ttl) {
+  return compute_deadlines(t0, ttl, Millis(0)).kill_at + safety_margin(ttl) / 2;
+}
+
 Millis renew_interval(Millis ttl) { return std::max(Millis(1), ttl / 3); }
 
 Millis retry_interval(Millis ttl, double jitter01) {

@@ -37,6 +37,14 @@ Deadlines compute_deadlines(SteadyClock::time_point t0, Millis ttl, Millis kill_
 // never more than the K of `deadlines`, and SIGKILL never after its kill_at.
 SteadyClock::time_point lost_kill_at(const Deadlines &deadlines, SteadyClock::time_point now, Millis lost_kill_after);
 
+// The kill deadline dlock sends its guard (runner/guard.hpp) for a lease
+// confirmed at t0: the guard kills the job's group then if dlock has not
+// sent a later one. Half the margin after kill_at, so that the guard never
+// races dlock's own SIGKILL or a renewal confirmed just before kill_at that
+// dlock has not passed on yet, and the job is still gone, with half the
+// margin and the drift allowance to spare, before t0 + T.
+SteadyClock::time_point guard_kill_at(SteadyClock::time_point t0, Millis ttl);
+
 // Why the lock counts as lost when dlock itself ran again only after the
 // SIGKILL deadline (SIGSTOP, a VM pause, a starved machine).
 inline constexpr char k_unscheduled_reason[] =

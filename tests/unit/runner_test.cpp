@@ -1,5 +1,7 @@
 #include "core/error.hpp"
 #include "fake_backend.hpp"
+#include "runner/child.hpp"
+#include "runner/guard.hpp"
 #include "runner/runner.hpp"
 #include "runner/timeline.hpp"
 
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -323,4 +326,49 @@ TEST_CASE("the job and its children inherit the lock's descriptors at the same n
     written.append(buffer, static_cast<std::size_t>(n));
   close(lock_pipe[0]);
   CHECK(written == "job\ngrandchild\n");
+}
+
+namespace {
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+} // namespace
+
+TEST_CASE("the guard kills the job's process group when the latest kill deadline passes with no newer word") {
+  Signals::install();
+  auto guard = runner::Guard::start();
+  REQUIRE(guard.pid() > 0);
+  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}});
+  auto started = SteadyClock::now();
+  guard.job_started(job, started + 200ms);
+  // A confirmed renewal's deadline replaces the first one.
+  guard.kill_deadline(started + 400ms);
+  int status = wait_for(job);
+  double gone_after = ms_between(started, SteadyClock::now());
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(gone_after >= 395);
+  CHECK(gone_after < 1000);
+  CHECK(guard.killed_at_deadline(1s));
+}
+
+TEST_CASE("a guard told that the job's process group is empty never kills that group") {
+  Signals::install();
+  auto guard = runner::Guard::start();
+  REQUIRE(guard.pid() > 0);
+  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}});
+  guard.job_started(job, SteadyClock::now() + 100ms);
+  guard.group_gone();
+  // The guard has ended without killing anything.
+  CHECK_FALSE(guard.killed_at_deadline(2s));
+  CHECK(guard.pid() == -1);
+  int status = 0;
+  CHECK(waitpid(job, &status, WNOHANG) == 0);
+  kill(job, SIGKILL);
+  wait_for(job);
 }
