@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <system_error>
 #include <unistd.h>
 
 namespace dlock::runner {
@@ -128,7 +129,7 @@ private:
     while (!reap()) {
       note_group_gone();
       auto now = SteadyClock::now();
-      if (!heartbeat.started() && now >= first_renewal) heartbeat.start();
+      if (!heartbeat.started() && now >= first_renewal) start_renewing(heartbeat, first_renewal);
       Heartbeat::State state = heartbeat.snapshot();
       // Every confirmed renewal moves the guard's deadline too.
       if (state.confirmed_at != m_guarded_t0) {
@@ -141,7 +142,8 @@ private:
           begin_stop(StopReason::lost, state.reason, lost_kill_at(deadlines, now, m_options.lost_kill_after),
                      stop_kill_at);
         } else if (now >= deadlines.term_at) {
-          begin_stop(StopReason::lease_deadline, state.reason, deadlines.kill_at, stop_kill_at);
+          begin_stop(StopReason::lease_deadline, m_no_renewals.empty() ? state.reason : m_no_renewals,
+                     deadlines.kill_at, stop_kill_at);
         } else if (now >= max_at) {
           begin_stop(StopReason::max_runtime, "", now + kill_after, stop_kill_at);
         }
@@ -160,10 +162,10 @@ private:
       if (m_stop == StopReason::none) next_wake = std::min({next_wake, deadlines.term_at, max_at});
       if (!heartbeat.started()) next_wake = std::min(next_wake, first_renewal);
       pollfd fds[3] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}, {news_fd, POLLIN, 0}};
-      bool watch_news = news_fd >= 0 && !heartbeat.started();
+      bool watch_news = news_fd >= 0 && !heartbeat.started() && m_no_renewals.empty();
       int ready = poll(fds, watch_news ? 3 : 2, poll_timeout(now, next_wake));
       if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("poll failed", errno));
-      if (watch_news && ready > 0 && (fds[2].revents & POLLIN)) heartbeat.start();
+      if (watch_news && ready > 0 && (fds[2].revents & POLLIN)) start_renewing(heartbeat, first_renewal);
       drain(wake_fd);
       for (int signo : Signals::drain()) {
         if (signo == SIGCHLD) continue;
@@ -172,6 +174,18 @@ private:
       }
     }
     m_ended_seen_at = SteadyClock::now();
+  }
+
+  // Without a thread (out of processes or memory) nothing renews the lease:
+  // the job runs on until the timeline stops it, as if every renewal went
+  // unanswered; it must not be abandoned by an exception.
+  void start_renewing(Heartbeat &heartbeat, SteadyClock::time_point &first_renewal) {
+    try {
+      heartbeat.start();
+    } catch (const std::system_error &failure) {
+      m_no_renewals = fmt::format("cannot start the renewal thread: {}", failure.what());
+      first_renewal = SteadyClock::time_point::max();
+    }
   }
 
   // Once the job's first process is reaped and no other is left in its
@@ -272,6 +286,7 @@ private:
   std::optional<int> m_child_status;
   SteadyClock::time_point m_guarded_t0; // the lease the guard's deadline is for
   bool m_group_gone = false;
+  std::string m_no_renewals; // why the heartbeat could not start, if it could not
   SteadyClock::time_point m_started;
   SteadyClock::time_point m_ended_seen_at;
   StopReason m_stop = StopReason::none;
