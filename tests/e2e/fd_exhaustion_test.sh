@@ -59,8 +59,11 @@ for limit in 3 4 5 6 7 8 9 10 11 12 13 14; do
 done
 
 # With enough descriptors it works (the loop above is not vacuous).
+# shellcheck disable=SC2016 # expanded by the job's shell
 (ulimit -n 32 && exec "${DL[@]}" run big -- sh -c 'mkdir "$1"; exit 7' sh "$tmpdir/ran.big") </dev/null 2>"$tmpdir/err"
 rc=$?
-[ "$rc" = 7 ] && [ -d "$tmpdir/ran.big" ] || fail "run under ulimit -n 32 exited $rc; stderr: $(cat "$tmpdir/err")"
+if [ "$rc" != 7 ] || [ ! -d "$tmpdir/ran.big" ]; then
+  fail "run under ulimit -n 32 exited $rc; stderr: $(cat "$tmpdir/err")"
+fi
 echo "the job ran under $ran of 12 limits"
 pass

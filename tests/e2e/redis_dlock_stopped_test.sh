@@ -30,8 +30,8 @@ wait_renewed "$(redis_key x lock)"
 
 kill -STOP "$holder"
 stopped=$(now_ms)
-[ "$(proc_state "$holder")" = T ] || wait_until -t 2 sh -c '[ "$(cut -d" " -f3 </proc/'"$holder"'/stat)" = T ]' ||
-  fail "test set-up: dlock $holder did not stop"
+is_stopped() { [ "$(proc_state "$1")" = T ]; }
+wait_until -t 2 is_stopped "$holder" || fail "test set-up: dlock $holder did not stop"
 
 # The waiter's job notes, as it starts, whether the first job's processes
 # still run, and when it started.
@@ -53,7 +53,7 @@ while read -r pid state; do
   case $state in gone | Z | X) ;; *) fail "process $pid of the first job was still running (state $state) when the waiter's job started" ;; esac
 done <"$d/at-start"
 [ "$last" -lt "$started" ] || fail "the first job wrote a timestamp $((last - started)) ms after the waiter's job started"
-is_gone "$job" && is_gone "$grandchild" || fail "the first job is still running while dlock is stopped"
+if is_alive "$job" || is_alive "$grandchild"; then fail "the first job is still running while dlock is stopped"; fi
 
 kill -CONT "$holder"
 wait_exit "$holder" 10
