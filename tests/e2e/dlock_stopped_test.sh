@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Redis: dlock itself stopped (SIGSTOP to its pid only, not to the job) while
-# its job runs. The lease (--ttl 2s) is no longer renewed and lapses, and a
-# waiter gets the lock; the guard, which knows the kill deadline of the last
-# confirmed renewal, must have killed the job's process group before then:
-# when the waiter's job starts, the first job and its grandchild are gone
-# (a zombie counts as gone) and the first job's last timestamp is older.
-# Continued afterwards, dlock exits 76 with one line saying what happened.
-SCENARIO="redis: dlock stopped while its job runs: the guard kills the job before the lease lapses"
+# dlock itself stopped (SIGSTOP to its pid only, not to the job) while its
+# job runs, on a backend whose lock is a lease: Redis (under with-redis) or
+# etcd (under with-etcd). The lease (--ttl 2s) is no longer renewed and
+# lapses, and a waiter gets the lock; the guard, which knows the kill
+# deadline of the last confirmed renewal, must have killed the job's process
+# group before then: when the waiter's job starts, the first job and its
+# grandchild are gone (a zombie counts as gone) and the first job's last
+# timestamp is older. Continued afterwards, dlock exits 76 with one line
+# saying what happened.
+SCENARIO="dlock stopped while its job runs: the guard kills the job before the lease lapses"
 . "$(dirname "$0")/lib.sh"
-use_redis
+if [ -n "${DLOCK_TEST_ETCD_URL:-}" ]; then
+  use_etcd
+  SCENARIO="etcd: $SCENARIO"
+  wait_first_renewal() { etcd_wait_renewed; }
+else
+  use_redis
+  SCENARIO="redis: $SCENARIO"
+  wait_first_renewal() { wait_renewed "$(redis_key x lock)"; }
+fi
 
 d=$tmpdir
 # The first job: a grandchild in its process group, and timestamps every 50 ms.
@@ -26,7 +36,7 @@ job=$(cat "$d/holder.pid") grandchild=$(cat "$d/grandchild.pid")
 track "$job" "$grandchild"
 wait_until test -s "$d/stamps" || fail "the first job writes no timestamps"
 # After a confirmed renewal, so that its deadline is the one that counts.
-wait_renewed "$(redis_key x lock)"
+wait_first_renewal
 
 kill -STOP "$holder"
 stopped=$(now_ms)
