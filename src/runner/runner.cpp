@@ -207,9 +207,11 @@ private:
     if (m_stop != StopReason::none) return;
     bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
     if (!state.lost && !late) return;
-    // The guard's SIGKILL at the deadline, not the job's own end.
+    // The guard's SIGKILL at the deadline, not the job's own end. The guard
+    // exits right after its kill: a short wait covers that moment without
+    // holding up the exit when it was not the guard (it then lives on).
     if (late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
-        m_guard.killed_at_deadline(Millis(200))) {
+        m_guard.killed_at_deadline(Millis(50))) {
       m_stop = StopReason::guard_killed;
       return;
     }
