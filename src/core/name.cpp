@@ -57,8 +57,8 @@ void validate_name(std::string_view name, std::string_view what) {
   // lock directory, the other collides with a sibling) and path levels on
   // ZooKeeper and etcd: no backend can keep such a name apart.
   if (what != "prefix" && name.find_first_not_of('.') == std::string_view::npos)
-    throw UsageError(fmt::format("{} '{}' is made only of dots: such names are refused on every backend", what,
-                                 printable(name)));
+    throw UsageError(
+        fmt::format("{} '{}' is made only of dots: such names are refused on every backend", what, printable(name)));
 }
 
 } // namespace dlock

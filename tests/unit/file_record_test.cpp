@@ -40,10 +40,10 @@ TEST_CASE("an empty lock file is a new one, with fence 0") {
 }
 
 TEST_CASE("a lock record that is not dlock's is refused, never read as fence 0") {
-  for (const char *text :
-       {"garbage", "{}", "[]", "{\"fence\":-1}", "{\"fence\":18446744073709551616}", "{\"fence\":1.5}",
-        "{\"fence\":1e3}", "{\"fence\":\"7\"}", "{\"fence\":7} trailing", "{\"fence\":7}{\"fence\":8}",
-        "{\"fence\":7,\"pid\":\"x\"}", "{\"fence\":7,\"pid\":1,\"host\":3}", "{\"fence\":7,\"pid\":1,\"ttl_ms\":\"1\"}"})
+  for (const char *text : {"garbage", "{}", "[]", "{\"fence\":-1}", "{\"fence\":18446744073709551616}",
+                           "{\"fence\":1.5}", "{\"fence\":1e3}", "{\"fence\":\"7\"}", "{\"fence\":7} trailing",
+                           "{\"fence\":7}{\"fence\":8}", "{\"fence\":7,\"pid\":\"x\"}",
+                           "{\"fence\":7,\"pid\":1,\"host\":3}", "{\"fence\":7,\"pid\":1,\"ttl_ms\":\"1\"}"})
     CHECK_FALSE(decode_record(text));
   CHECK_FALSE(decode_record(std::string("{\"fence\":7}\n\0\0", 14)));
   CHECK(decode_record("{\"fence\":18446744073709551615}")->fence == 18446744073709551615u);

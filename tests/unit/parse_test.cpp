@@ -61,7 +61,8 @@ TEST_CASE("names and namespaces made only of dots are refused; dots elsewhere ar
     validate_name("..", "namespace");
     FAIL("accepted");
   } catch (const UsageError &failure) {
-    CHECK(std::string(failure.what()) == "namespace '..' is made only of dots: such names are refused on every backend");
+    CHECK(std::string(failure.what()) ==
+          "namespace '..' is made only of dots: such names are refused on every backend");
   }
   CHECK_NOTHROW(validate_name(".hidden"));
   CHECK_NOTHROW(validate_name("a.."));

@@ -108,8 +108,8 @@ public:
     LockRecord record;
     record.fence = stored_fence(file);
     std::string temp = fmt::format(".{}.{}", file, random_hex(6));
-    int fd = openat(m_dir.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    m_dir.lock_file_mode());
+    int fd =
+        openat(m_dir.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, m_dir.lock_file_mode());
     if (fd < 0) throw file_error(what, errno);
     UniqueFd guard(fd);
     std::size_t size = 0;

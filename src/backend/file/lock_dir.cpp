@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -114,20 +115,26 @@ void check_ancestors(int base_fd) {
   }
 }
 
-[[noreturn]] void cannot_open(const std::string &path, int error) {
+[[noreturn]] void cannot_open(int parent, const std::string &name, const std::string &path, int error) {
   if (error == ELOOP || error == ENOTDIR)
     throw ConfigError(fmt::format("lock directory {} is unsafe: it is a symlink or not a directory", path));
+  struct stat info {};
+  if ((error == EACCES || error == EPERM) && fstatat(parent, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0)
+    throw Error(ExitCode::auth, fmt::format("cannot open lock directory {} ({}): {}; ask its owner for access (a "
+                                            "group directory: see FILE BACKEND in dlock(1)), or use --backend "
+                                            "file:///DIR",
+                                            path, describe_owner(info), std::strerror(error)));
   throw file_error(fmt::format("cannot open lock directory {}", path), error);
 }
 
 // The mode of a directory dlock creates below `parent`: a group directory's
 // own mode (the group shares what is below it); 1777 where root makes a
-// directory in a sticky directory of root's and `may_share` (as
-// /run/lock/dlock, so that every user can keep their own locks in it);
-// else private.
+// directory meant to be shared (`may_share`: /run/lock/dlock, or a
+// namespace in a sticky directory) in a directory of root's, so that every
+// user can keep their own locks in it; else private.
 mode_t new_dir_mode(const struct stat &parent, bool may_share) {
   if (group_dir(parent)) return parent.st_mode & 07777;
-  if (may_share && geteuid() == 0 && parent.st_uid == 0 && sticky(parent) && world_writable(parent)) return 01777;
+  if (may_share && geteuid() == 0 && parent.st_uid == 0) return 01777;
   return 0700;
 }
 
@@ -137,7 +144,7 @@ UniqueFd open_subdir(int parent, const std::string &parent_path, const std::stri
   constexpr int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   int fd = openat(parent, name.c_str(), flags);
   if (fd >= 0) return UniqueFd(fd);
-  if (errno != ENOENT) cannot_open(path, errno);
+  if (errno != ENOENT) cannot_open(parent, name, path, errno);
   struct stat parent_info = fstat_or_throw(parent, parent_path);
   mode_t mode = new_dir_mode(parent_info, may_share);
   bool created = mkdirat(parent, name.c_str(), 0700) == 0;
@@ -151,7 +158,7 @@ UniqueFd open_subdir(int parent, const std::string &parent_path, const std::stri
     throw file_error(fmt::format("cannot create lock directory {}", path), err);
   }
   fd = openat(parent, name.c_str(), flags);
-  if (fd < 0) cannot_open(path, errno);
+  if (fd < 0) cannot_open(parent, name, path, errno);
   // mkdir honours the umask; give what we made the mode we meant.
   if (created && fchmod(fd, mode) != 0)
     throw file_error(fmt::format("cannot set the mode of lock directory {}", path), errno);
@@ -160,7 +167,7 @@ UniqueFd open_subdir(int parent, const std::string &parent_path, const std::stri
 
 UniqueFd open_absolute(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) cannot_open(path, errno);
+  if (fd < 0) cannot_open(AT_FDCWD, path, path, errno);
   return UniqueFd(fd);
 }
 
@@ -170,7 +177,7 @@ UniqueFd open_or_create(const std::string &path, bool may_share) {
   if (slash == std::string::npos || slash + 1 == path.size()) return open_absolute(path);
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) return UniqueFd(fd);
-  if (errno != ENOENT) cannot_open(path, errno);
+  if (errno != ENOENT) cannot_open(AT_FDCWD, path, path, errno);
   std::string parent_path = slash == 0 ? "/" : path.substr(0, slash);
   UniqueFd parent = open_absolute(parent_path);
   return open_subdir(parent.get(), parent_path, path.substr(slash + 1), path, may_share);
@@ -262,7 +269,7 @@ LockDir LockDir::open(const Url &url, const std::string &lock_namespace) {
   for (char &c : ns_file)
     if (c == '/') c = '%';
   std::string ns_path = base == "/" ? "/" + ns_file : base + "/" + ns_file;
-  UniqueFd ns_fd = open_subdir(base_fd.get(), base, ns_file, ns_path, true);
+  UniqueFd ns_fd = open_subdir(base_fd.get(), base, ns_file, ns_path, base_trust.kind == DirKind::sticky_shared);
   DirTrust ns_trust = judge_dir(fstat_or_throw(ns_fd.get(), ns_path), ns_path, &base_trust);
   return LockDir(std::move(ns_fd), ns_path, ns_trust.kind, ns_trust.group);
 }
