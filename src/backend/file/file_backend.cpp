@@ -139,8 +139,9 @@ public:
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) return status;
     KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
     // The record of a file another user could have written says nothing.
-    LockRecord record = m_dir.distrust(info) ? LockRecord{} : checked_record(fd, LockDir::file_name(name));
-    status.fence = record.fence;
+    bool trusted = !m_dir.distrust(info);
+    LockRecord record = trusted ? checked_record(fd, LockDir::file_name(name)) : LockRecord{};
+    if (trusted) status.fence = record.fence;
     status.waiters = static_cast<std::int64_t>(view.waiters);
     status.held = !view.holders.empty();
     if (!status.held) return status;
@@ -150,8 +151,9 @@ public:
       if (record.ttl_ms > 0)
         status.time_left = Millis(std::max<std::int64_t>(0, record.renewed_ms + record.ttl_ms - now_unix_ms()));
     } else {
-      // A holder that could not write the record (a read-only file of
-      // another user): describe the process the kernel names.
+      // A holder whose record is not there or not trusted (a file another
+      // user made, a holder that is not dlock): describe the process the
+      // kernel names.
       HolderInfo holder;
       holder.host = host_name();
       holder.pid = holder_pid;
