@@ -80,6 +80,19 @@ capture as_user "$outsider" "${GRP[@]}" run x -- touch "$work/outsider-ran"
 assert_one_line_message "outsider" "$err"
 [ ! -e "$work/outsider-ran" ] || fail "the outsider's job ran"
 
+# A lock file a member made for flock(1) with touch (umask 022, so 0644):
+# the others cannot write it (77) until its owner's dlock opens it up.
+as_user "$alice" sh -c "umask 022; touch '$shared/dlock/flocked.lock'"
+capture as_user "$bob" "${GRP[@]}" run flocked -- touch "$work/bob-ran"
+[ "$rc" = 77 ] || fail "bob on alice's 0644 file: exit $rc, expected 77; stderr: $err"
+[ ! -e "$work/bob-ran" ] || fail "bob's job ran without the lock"
+capture as_user "$alice" "${GRP[@]}" run flocked -- true
+[ "$rc" = 0 ] || fail "alice on her own 0644 file: exit $rc: $err"
+[ "$(stat -c %a "$shared/dlock/flocked.lock")" = 664 ] ||
+  fail "alice's file is $(stat -c %a "$shared/dlock/flocked.lock") after her run, expected 664"
+capture as_user "$bob" "${GRP[@]}" run flocked -- true
+[ "$rc" = 0 ] || fail "bob after alice opened the file up: exit $rc: $err"
+
 # A group-writable directory without the setgid bit stays refused: its
 # files would get each creator's own group.
 mkdir -m 0775 "$tmpdir/plain"

@@ -283,8 +283,12 @@ private:
       if (!S_ISREG(info.st_mode) || info.st_nlink != 1)
         throw ConfigError(fmt::format("lock file {} is unsafe: not a plain file with one link", path));
       if (auto why = m_dir.distrust(info)) throw unsafe_file(path, *why);
-      // open honours the umask: give what we made the mode we meant.
-      if (created && fchmod(fd, m_dir.lock_file_mode()) != 0)
+      // open honours the umask: give what we made the mode we meant. In a
+      // group directory a file of ours that the group cannot write (made
+      // by touch(1) for a flock(1) script, say) is opened up to the group.
+      mode_t wanted = m_dir.lock_file_mode();
+      bool widen = m_dir.kind() == DirKind::group && info.st_uid == geteuid() && (info.st_mode & 0660) != 0660;
+      if ((created || widen) && fchmod(fd, created ? wanted : ((info.st_mode & 0777) | 0660)) != 0)
         throw file_error(fmt::format("cannot set the mode of lock file {}", path), errno);
       return guard;
     }
