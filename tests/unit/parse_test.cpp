@@ -52,7 +52,7 @@ TEST_CASE("names allow letters, digits and . _ - : / @ + =") {
   CHECK_THROWS_AS(validate_name(std::string(201, 'x')), UsageError);
 }
 
-TEST_CASE("names and namespaces made only of dots are refused; dots elsewhere are fine") {
+TEST_CASE("names and namespaces made only of dots are refused, dots among other characters are fine") {
   for (const char *dots : {".", "..", "...", "...................."}) {
     CHECK_THROWS_AS(validate_name(dots), UsageError);
     CHECK_THROWS_AS(validate_name(dots, "namespace"), UsageError);
