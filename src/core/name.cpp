@@ -53,6 +53,12 @@ void validate_name(std::string_view name, std::string_view what) {
           "{} '{}' has a bad character {} at position {}; allowed: letters, digits and . _ - : / @ + =", what,
           printable(name), describe_char(name[i]), i + 1));
   }
+  // "." and ".." are directory entries on the file backend (one escapes the
+  // lock directory, the other collides with a sibling) and path levels on
+  // ZooKeeper and etcd: no backend can keep such a name apart.
+  if (what != "prefix" && name.find_first_not_of('.') == std::string_view::npos)
+    throw UsageError(
+        fmt::format("{} '{}' is made only of dots: such names are refused on every backend", what, printable(name)));
 }
 
 } // namespace dlock

@@ -39,12 +39,29 @@ mkdir -p "$tmpdir/base3/dlock"
 chmod 0777 "$tmpdir/base3/dlock"
 expect_refused "namespace directory with mode 0777" "file://$tmpdir/base3" 'unsafe'
 
+# A parent of the lock directory that others could rename things in.
+mkdir -p "$tmpdir/openparent/locks"
+chmod 0777 "$tmpdir/openparent"
+expect_refused "parent directory with mode 0777" "file://$tmpdir/openparent/locks" 'unsafe'
+
 # Positive control: the same mode with the sticky bit is fine.
 mkdir "$tmpdir/sticky"
 chmod 1777 "$tmpdir/sticky"
 capture "$DLOCK_BIN" -b "file://$tmpdir/sticky" run x -- touch "$tmpdir/ran"
 [ "$rc" = 0 ] || fail "a sticky 1777 directory was refused ($rc): $err"
 rm -f "$tmpdir/ran"
+# Its lock files are nobody else's to write (0644, not 0666 as before).
+[ "$(stat -c %a "$tmpdir/sticky/dlock/x.lock")" = 644 ] ||
+  fail "lock file in a sticky directory has mode $(stat -c %a "$tmpdir/sticky/dlock/x.lock"), expected 644"
+# A lock file of ours that others can write (as 0e9552c made them there)
+# holds a record nobody can trust: refused until it is removed.
+chmod 0666 "$tmpdir/sticky/dlock/x.lock"
+expect_refused "world-writable lock file" "file://$tmpdir/sticky" 'x\.lock is unsafe: writable by everyone'
+chmod 0664 "$tmpdir/sticky/dlock/x.lock"
+expect_refused "group-writable lock file outside a group directory" "file://$tmpdir/sticky" 'x\.lock is unsafe'
+rm "$tmpdir/sticky/dlock/x.lock"
+capture "$DLOCK_BIN" -b "file://$tmpdir/sticky" run x -- true
+[ "$rc" = 0 ] || fail "a fresh lock file after removing the unsafe one was refused ($rc): $err"
 
 # A lock file replaced by a symlink to another file.
 capture "${DL[@]}" run s -- true

@@ -52,6 +52,26 @@ TEST_CASE("names allow letters, digits and . _ - : / @ + =") {
   CHECK_THROWS_AS(validate_name(std::string(201, 'x')), UsageError);
 }
 
+TEST_CASE("names and namespaces made only of dots are refused, dots among other characters are fine") {
+  for (const char *dots : {".", "..", "...", "...................."}) {
+    CHECK_THROWS_AS(validate_name(dots), UsageError);
+    CHECK_THROWS_AS(validate_name(dots, "namespace"), UsageError);
+  }
+  try {
+    validate_name("..", "namespace");
+    FAIL("accepted");
+  } catch (const UsageError &failure) {
+    CHECK(std::string(failure.what()) ==
+          "namespace '..' is made only of dots: such names are refused on every backend");
+  }
+  CHECK_NOTHROW(validate_name(".hidden"));
+  CHECK_NOTHROW(validate_name("a.."));
+  CHECK_NOTHROW(validate_name("../x"));
+  CHECK_NOTHROW(validate_name("x.lock", "namespace"));
+  // A list prefix only selects names; "." lists the names that start with one.
+  CHECK_NOTHROW(validate_name(".", "prefix"));
+}
+
 TEST_CASE("a bad name character is named in the message") {
   try {
     validate_name("a b");

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -61,6 +62,8 @@ public:
     }
     held->second.record.ttl_ms = ttl.count();
     held->second.record.renewed_ms = now_unix_ms();
+    // The kernel lock is what counts; a record that could not be updated
+    // (a full disk) only shows an older renewal time in status.
     write_record(held->second.fd.get(), held->second.record, held->second.file_size);
     result.outcome = RenewOutcome::renewed;
     result.ttl = ttl;
@@ -98,22 +101,23 @@ public:
     LockStatus before = status(name);
     if (!before.held) return std::nullopt;
     std::string file = LockDir::file_name(name);
+    std::string what = fmt::format("cannot break lock '{}' in {}", name, m_dir.path());
     // Replace the file with a fresh one carrying the fence on: new takers
     // lock the new file at once, and the old holder's next renewal sees
     // that its file is gone and stops its job.
-    std::string temp = fmt::format(".{}.{}", file, random_hex(6));
-    int fd = openat(m_dir.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, lock_file_mode());
-    if (fd < 0) throw permission_or_io(fmt::format("cannot break lock '{}' in {}", name, m_dir.path()), errno);
-    UniqueFd guard(fd);
-    if (m_dir.shared()) fchmod(fd, 0666);
     LockRecord record;
-    record.fence = before.fence.value_or(0);
+    record.fence = stored_fence(file);
+    std::string temp = fmt::format(".{}.{}", file, random_hex(6));
+    int fd =
+        openat(m_dir.fd(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, m_dir.lock_file_mode());
+    if (fd < 0) throw file_error(what, errno);
+    UniqueFd guard(fd);
     std::size_t size = 0;
-    write_record(fd, record, size);
-    if (renameat(m_dir.fd(), temp.c_str(), m_dir.fd(), file.c_str()) != 0) {
+    if (fchmod(fd, m_dir.lock_file_mode()) != 0 || !write_record(fd, record, size) ||
+        renameat(m_dir.fd(), temp.c_str(), m_dir.fd(), file.c_str()) != 0) {
       int err = errno;
       unlinkat(m_dir.fd(), temp.c_str(), 0);
-      throw permission_or_io(fmt::format("cannot break lock '{}' in {}", name, m_dir.path()), err);
+      throw file_error(what, err);
     }
     std::erase_if(m_held, [&](const auto &entry) { return entry.second.file == file; });
     return before;
@@ -128,14 +132,16 @@ public:
         openat(m_dir.fd(), LockDir::file_name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
       if (errno == ENOENT) return status;
-      throw permission_or_io(fmt::format("cannot read lock '{}' in {}", name, m_dir.path()), errno);
+      throw file_error(fmt::format("cannot read lock '{}' in {}", name, m_dir.path()), errno);
     }
     UniqueFd guard(fd);
     struct stat info {};
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) return status;
     KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
-    LockRecord record = read_record(fd);
-    status.fence = record.fence;
+    // The record of a file another user could have written says nothing.
+    bool trusted = !m_dir.distrust(info);
+    LockRecord record = trusted ? checked_record(fd, LockDir::file_name(name)) : LockRecord{};
+    if (trusted) status.fence = record.fence;
     status.waiters = static_cast<std::int64_t>(view.waiters);
     status.held = !view.holders.empty();
     if (!status.held) return status;
@@ -145,8 +151,9 @@ public:
       if (record.ttl_ms > 0)
         status.time_left = Millis(std::max<std::int64_t>(0, record.renewed_ms + record.ttl_ms - now_unix_ms()));
     } else {
-      // A holder that could not write the record (a read-only file of
-      // another user): describe the process the kernel names.
+      // A holder whose record is not there or not trusted (a file another
+      // user made, a holder that is not dlock): describe the process the
+      // kernel names.
       HolderInfo holder;
       holder.host = host_name();
       holder.pid = holder_pid;
@@ -162,11 +169,12 @@ public:
   std::vector<LockStatus> list(const std::string &prefix) override {
     std::vector<LockStatus> held;
     int dup_fd = fcntl(m_dir.fd(), F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) throw Error(ExitCode::internal, errno_message("cannot list locks", errno));
+    if (dup_fd < 0) throw file_error(fmt::format("cannot list locks in {}", m_dir.path()), errno);
     DIR *dir = fdopendir(dup_fd);
     if (!dir) {
+      int err = errno;
       close(dup_fd);
-      throw Error(ExitCode::internal, errno_message("cannot list locks", errno));
+      throw file_error(fmt::format("cannot list locks in {}", m_dir.path()), err);
     }
     auto close_dir = [](DIR *d) { closedir(d); };
     std::unique_ptr<DIR, decltype(close_dir)> guard(dir, close_dir);
@@ -192,7 +200,17 @@ public:
     if (!node.reachable) node.error = errno_message("directory not writable", errno);
     utsname system{};
     if (uname(&system) == 0) node.version = fmt::format("{} {}", system.sysname, system.release);
-    result.detail = m_dir.shared() ? "shared directory (sticky, world-writable)" : "private directory";
+    switch (m_dir.kind()) {
+    case DirKind::private_dir:
+      result.detail = "private directory";
+      break;
+    case DirKind::sticky_shared:
+      result.detail = "shared directory (sticky): each user's lock files are their own";
+      break;
+    case DirKind::group:
+      result.detail = "group directory (setgid): its lock files are shared by the group";
+      break;
+    }
     result.nodes.push_back(node);
     return result;
   }
@@ -206,37 +224,88 @@ private:
     std::size_t file_size = 0; // bytes in the file as we last wrote or read it
   };
 
-  mode_t lock_file_mode() const { return m_dir.shared() ? 0666 : 0644; }
+  std::string path_of(const std::string &file) const { return m_dir.path() + "/" + file; }
 
-  static Error permission_or_io(const std::string &what, int err) {
-    if (err == EACCES || err == EPERM) return Error(ExitCode::auth, errno_message(what, err));
-    return Error(ExitCode::unavailable, errno_message(what, err));
+  // The record of a lock file we trust: a record that is not dlock's is an
+  // error, never read as an empty one (that would reset the fence).
+  LockRecord checked_record(int fd, const std::string &file, std::size_t *size = nullptr) const {
+    auto record = read_record(fd, path_of(file), size);
+    if (!record)
+      throw ConfigError(fmt::format("lock file {} holds no valid dlock record (something else wrote to it), so its "
+                                    "fence cannot be trusted: check it, and remove it while no job holds it",
+                                    path_of(file)));
+    return *record;
   }
 
-  // Opens (creating if needed) the lock file without following symlinks,
-  // refusing anything but a plain file with a single link, so nobody can
-  // point dlock at a file of theirs to overwrite.
-  UniqueFd open_lock_file(const std::string &name, const std::string &file, bool &writable) const {
-    constexpr int base = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
-    int fd = openat(m_dir.fd(), file.c_str(), O_RDWR | O_CREAT | base, lock_file_mode());
-    writable = fd >= 0;
-    if (fd < 0 && errno == EACCES) fd = openat(m_dir.fd(), file.c_str(), O_RDONLY | base);
-    if (fd < 0) {
-      if (errno == ELOOP)
-        throw ConfigError(fmt::format("lock file {}/{} is a symlink: refusing to use it", m_dir.path(), file));
-      throw permission_or_io(fmt::format("cannot open lock file for '{}' in {}", name, m_dir.path()), errno);
-    }
-    UniqueFd guard(fd);
+  // The fence counter of a lock file, for force_release to carry on.
+  std::uint64_t stored_fence(const std::string &file) const {
+    UniqueFd fd(openat(m_dir.fd(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
     struct stat info {};
-    if (fstat(fd, &info) != 0) throw permission_or_io("cannot inspect lock file", errno);
-    if (!S_ISREG(info.st_mode) || info.st_nlink != 1)
-      throw ConfigError(fmt::format("lock file {}/{} is unsafe: not a plain file with one link", m_dir.path(), file));
-    if (writable && m_dir.shared() && info.st_uid == geteuid() && (info.st_mode & 0777) != 0666) fchmod(fd, 0666);
-    return guard;
+    if (!fd || fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) || m_dir.distrust(info)) return 0;
+    return checked_record(fd.get(), file).fence;
   }
 
+  // Opens (creating if needed) the lock file for writing without following
+  // symlinks, and refuses anything another local user could remove,
+  // replace or rewrite while it is held (LockDir::distrust): a plain file
+  // with one link, owned by us or root (or, in a group directory, by the
+  // group), writable by nobody else. A file we cannot write is refused too:
+  // a holder that cannot record its fence could see it handed out again.
+  UniqueFd open_lock_file(const std::string &file) const {
+    constexpr int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+    const std::string path = path_of(file);
+    for (;;) {
+      // O_EXCL first: in a sticky directory the kernel (protected_regular)
+      // refuses O_CREAT on another user's file, and such a file must be
+      // named for what it is, not reported as "permission denied".
+      int fd = openat(m_dir.fd(), file.c_str(), flags | O_CREAT | O_EXCL, m_dir.lock_file_mode());
+      bool created = fd >= 0;
+      if (fd < 0 && errno == EEXIST) {
+        fd = openat(m_dir.fd(), file.c_str(), flags);
+        if (fd < 0 && errno == ENOENT) continue; // removed in between: create it
+      }
+      if (fd < 0) {
+        int err = errno;
+        if (err == ELOOP) throw ConfigError(fmt::format("lock file {} is a symlink: refusing to use it", path));
+        struct stat info {};
+        if ((err == EACCES || err == EPERM) && fstatat(m_dir.fd(), file.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0) {
+          if (auto why = m_dir.distrust(info)) throw unsafe_file(path, *why);
+          throw Error(ExitCode::auth,
+                      fmt::format("lock file {} is not writable by you ({}), so dlock cannot record its fence; to "
+                                  "share a lock between users use a group directory (see FILE BACKEND in dlock(1))",
+                                  path, describe_owner(info)));
+        }
+        throw file_error(fmt::format("cannot open lock file {}", path), err);
+      }
+      UniqueFd guard(fd);
+      struct stat info {};
+      if (fstat(fd, &info) != 0) throw file_error(fmt::format("cannot inspect lock file {}", path), errno);
+      if (!S_ISREG(info.st_mode) || info.st_nlink != 1)
+        throw ConfigError(fmt::format("lock file {} is unsafe: not a plain file with one link", path));
+      if (auto why = m_dir.distrust(info)) throw unsafe_file(path, *why);
+      // open honours the umask: give what we made the mode we meant. In a
+      // group directory a file of ours that the group cannot write (made
+      // by touch(1) for a flock(1) script, say) is opened up to the group.
+      mode_t wanted = m_dir.lock_file_mode();
+      bool widen = m_dir.kind() == DirKind::group && info.st_uid == geteuid() && (info.st_mode & 0660) != 0660;
+      if ((created || widen) && fchmod(fd, created ? wanted : ((info.st_mode & 0777) | 0660)) != 0)
+        throw file_error(fmt::format("cannot set the mode of lock file {}", path), errno);
+      return guard;
+    }
+  }
+
+  static ConfigError unsafe_file(const std::string &path, const std::string &why) {
+    return ConfigError(fmt::format("lock file {} is unsafe: {}, so another user could remove or rewrite it while it "
+                                   "is held; remove it once no job uses it",
+                                   path, why));
+  }
+
+  // Whether the file we hold is still the one linked at its name: not
+  // removed, renamed or replaced (release --force).
   bool still_ours(const Held &held) const {
+    struct stat mine {};
     struct stat now {};
+    if (fstat(held.fd.get(), &mine) != 0 || mine.st_nlink == 0) return false;
     if (fstatat(m_dir.fd(), held.file.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
     return same_file(now, held.identity);
   }
@@ -245,11 +314,10 @@ private:
                      const Interrupt *interrupt) override {
     const std::string file = LockDir::file_name(request.name);
     for (;;) {
-      bool writable = false;
-      UniqueFd fd = open_lock_file(request.name, file, writable);
+      UniqueFd fd = open_lock_file(file);
       auto sent_at = SteadyClock::now();
       if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK) throw permission_or_io("cannot lock", errno);
+        if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
         if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
         BlockingWait blocking(deadline);
         for (;;) {
@@ -262,20 +330,27 @@ private:
             sent_at = SteadyClock::now();
             break;
           }
-          if (errno != EINTR) throw permission_or_io("cannot lock", errno);
+          if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
         }
       }
       Held held{std::move(fd), file, {}, {}, 0};
-      fstat(held.fd.get(), &held.identity);
-      // A file replaced between our open and our lock (force release) is
-      // no lock at all: start over on the current one.
+      if (fstat(held.fd.get(), &held.identity) != 0)
+        throw file_error(fmt::format("cannot inspect lock file {}", path_of(file)), errno);
+      // A file removed, renamed or replaced between our open and our lock
+      // (force release, or its owner) is no lock at all: whoever opens the
+      // name now gets another file. Start over on the current one.
       if (!still_ours(held)) continue;
-      return {AcquireOutcome::acquired, record_holder(request, std::move(held), writable, sent_at), 0};
+      return {AcquireOutcome::acquired, record_holder(request, std::move(held), sent_at), 0};
     }
   }
 
-  Lease record_holder(const LockRequest &request, Held held, bool writable, SteadyClock::time_point sent_at) {
-    LockRecord previous = read_record(held.fd.get(), &held.file_size);
+  Lease record_holder(const LockRequest &request, Held held, SteadyClock::time_point sent_at) {
+    const std::string path = path_of(held.file);
+    LockRecord previous = checked_record(held.fd.get(), held.file, &held.file_size);
+    if (previous.fence == std::numeric_limits<std::uint64_t>::max())
+      throw ConfigError(fmt::format("lock file {} holds fence {}, the largest there is, so no greater one can be "
+                                    "handed out: check who wrote it",
+                                    path, previous.fence));
     // The fence is the larger of the stored counter + 1 and the wall clock in
     // microseconds, so it keeps growing even if the directory is wiped (a
     // tmpfs at reboot). Only when the counter is ahead of the clock does its
@@ -288,12 +363,9 @@ private:
     held.record.holder = request.holder;
     held.record.ttl_ms = request.ttl.count();
     held.record.renewed_ms = now_unix_ms();
-    if (writable) {
-      if (!write_record(held.fd.get(), held.record, held.file_size))
-        throw Error(ExitCode::unavailable,
-                    errno_message(fmt::format("cannot write lock file in {}", m_dir.path()), errno));
-      if (must_sync) fdatasync(held.fd.get());
-    }
+    // A fence that is not stored could be handed out again: no lock then.
+    if (!write_record(held.fd.get(), held.record, held.file_size) || (must_sync && fdatasync(held.fd.get()) != 0))
+      throw file_error(fmt::format("cannot write lock file {}", path), errno);
     Lease lease;
     lease.name = request.name;
     lease.token = random_hex(16);

@@ -1,5 +1,8 @@
 #include "backend/file/proc_locks.hpp"
 
+#include "backend/file/lock_dir.hpp"
+
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -15,6 +18,8 @@ namespace dlock::backend::file {
 KernelLocks KernelLocks::read() {
   KernelLocks locks;
   std::ifstream in("/proc/locks");
+  // Without it every lock would look free: say so instead.
+  if (!in) throw file_error("cannot read /proc/locks to find lock holders", errno);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);

@@ -19,6 +19,7 @@ struct KernelLockView {
 // so that `list` reads the file once, not once per lock.
 class KernelLocks {
 public:
+  // Throws file_error() when /proc/locks cannot be read.
   static KernelLocks read();
   KernelLockView of(dev_t device, ino_t inode) const;
 

@@ -1,13 +1,27 @@
 #include "backend/file/record.hpp"
 
+#include "backend/file/lock_dir.hpp"
 #include "core/holder_json.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <unistd.h>
 
 namespace dlock::backend::file {
+
+namespace {
+
+constexpr std::size_t k_max_record_bytes = 65536;
+
+bool is_integer(const nlohmann::json &doc, const char *key) {
+  return !doc.contains(key) || doc[key].is_number_integer();
+}
+
+bool is_string(const nlohmann::json &doc, const char *key) { return !doc.contains(key) || doc[key].is_string(); }
+
+} // namespace
 
 std::string encode_record(const LockRecord &record) {
   nlohmann::json doc;
@@ -20,34 +34,41 @@ std::string encode_record(const LockRecord &record) {
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-LockRecord decode_record(const std::string &text) {
+std::optional<LockRecord> decode_record(const std::string &text) {
   LockRecord record;
+  if (text.find_first_not_of(" \n") == std::string::npos) return record;
+  // The parser stops at a NUL byte; a record never holds one.
+  if (text.find('\0') != std::string::npos) return std::nullopt;
   auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return record;
-  try {
-    record.fence = doc.value("fence", std::uint64_t{0});
-    if (auto holder = holder_in(doc)) {
-      record.holder = holder;
-      record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
-      record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
-    }
-  } catch (const nlohmann::json::exception &) {
-    return LockRecord{};
-  }
+  // Only a non-negative integer that fits in 64 bits parses as unsigned: a
+  // sign, a fraction, an exponent or 2^64 and more do not.
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("fence") || !doc["fence"].is_number_unsigned())
+    return std::nullopt;
+  record.fence = doc["fence"].get<std::uint64_t>();
+  if (!doc.contains("pid")) return record;
+  if (!is_integer(doc, "pid") || !is_integer(doc, "since_ms") || !is_integer(doc, "ttl_ms") ||
+      !is_integer(doc, "renewed_ms") || !is_string(doc, "host") || !is_string(doc, "user") ||
+      !is_string(doc, "command"))
+    return std::nullopt;
+  record.holder = holder_in(doc);
+  if (!record.holder) return std::nullopt;
+  record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
+  record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
   return record;
 }
 
-LockRecord read_record(int fd, std::size_t *size) {
+std::optional<LockRecord> read_record(int fd, const std::string &path, std::size_t *size) {
   // Records are a few hundred bytes; read them without a large buffer, as
   // this is on the hand-over path.
-  constexpr std::size_t k_limit = 65536;
   std::string text;
   char chunk[1024];
-  while (text.size() < k_limit) {
+  for (;;) {
     ssize_t n = pread(fd, chunk, sizeof chunk, static_cast<off_t>(text.size()));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) throw file_error(fmt::format("cannot read lock file {}", path), errno);
+    if (n == 0) break;
     text.append(chunk, static_cast<std::size_t>(n));
+    if (text.size() > k_max_record_bytes) return std::nullopt;
   }
   if (size) *size = text.size();
   return decode_record(text);
@@ -60,7 +81,11 @@ bool write_record(int fd, const LockRecord &record, std::size_t &file_size) {
   while (written < text.size()) {
     ssize_t n = pwrite(fd, text.data() + written, text.size() - written, static_cast<off_t>(written));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0) return false;
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
     written += static_cast<std::size_t>(n);
   }
   file_size = text.size();

@@ -18,17 +18,22 @@ struct LockRecord {
 };
 
 std::string encode_record(const LockRecord &record);
-// Tolerates garbage (a torn write, a file of another program): returns an
-// empty record.
-LockRecord decode_record(const std::string &text);
+// An empty (or all-blank) text is a new lock file: fence 0, no holder.
+// Anything else must be the record encode_record() writes, padded with
+// blanks: a fence that is not a decimal in 0..2^64-1, a holder field of
+// the wrong type, trailing bytes or another program's content give
+// nullopt. A record that cannot be trusted is never read as a reset
+// counter, which could hand out a fence again.
+std::optional<LockRecord> decode_record(const std::string &text);
 
-// Reads the record from an open lock file (at most 64 KiB); `size`
-// receives the number of bytes read.
-LockRecord read_record(int fd, std::size_t *size = nullptr);
+// Reads the record from the open lock file `path`; `size` receives the number of
+// bytes read. nullopt if the content is not a record (decode_record) or
+// longer than any record (64 KiB). Throws file_error() if the read fails.
+std::optional<LockRecord> read_record(int fd, const std::string &path, std::size_t *size = nullptr);
 // Replaces the file's content with the record. A shorter record is padded
 // with spaces to `file_size` (JSON ignores them) rather than truncating the
 // file: ftruncate is a journaled metadata change on the hand-over path.
-// `file_size` is updated. Returns false on failure.
+// `file_size` is updated. Returns false on failure, with errno set.
 bool write_record(int fd, const LockRecord &record, std::size_t &file_size);
 
 } // namespace dlock::backend::file
