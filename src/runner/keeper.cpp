@@ -23,6 +23,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace dlock::runner {
 
@@ -210,7 +211,11 @@ private:
   SteadyClock::time_point m_next_renew;
 };
 
-void report(int fd, const json &result) { write_all(fd, result.dump() + "\n"); }
+// Once acquire has its answer the pipe is closed and `fd` is -1: a later
+// failure must not write into whatever descriptor reused the number.
+void report(int fd, const json &result) {
+  if (fd >= 0) write_all(fd, result.dump() + "\n");
+}
 
 int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &config, const backend::LockRequest &request,
                 std::optional<Millis> wait) {
@@ -263,7 +268,7 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
              std::chrono::duration_cast<std::chrono::nanoseconds>(lease.confirmed_at.time_since_epoch()).count()},
             {"ttl_ms", lease.ttl.count()},
             {"window_ms", request.ttl.count()}});
-    close(result_fd);
+    close(std::exchange(result_fd, -1));
     Keeper keeper(*backend, lease, identity_of(config, request.name), token, std::move(listener), request.ttl);
     keeper.serve();
   } catch (const Error &failure) {

@@ -28,12 +28,17 @@ std::optional<std::string> text(const json &doc, const char *key) {
   return it->get<std::string>();
 }
 
-// A non-negative integer that fits the field; nullopt otherwise.
-std::optional<std::int64_t> count(const json &doc, const char *key) {
+// Durations beyond this (about 31 years) are refused: a steady clock
+// instant in nanoseconds plus one of them cannot overflow.
+constexpr std::uint64_t k_max_ms = 1'000'000'000'000;
+
+// A non-negative integer up to `limit`; nullopt otherwise.
+std::optional<std::int64_t> count(const json &doc, const char *key,
+                                  std::uint64_t limit = std::numeric_limits<std::int64_t>::max()) {
   auto it = doc.find(key);
   if (it == doc.end() || !it->is_number_unsigned()) return std::nullopt;
   std::uint64_t value = it->get<std::uint64_t>();
-  if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+  if (value > limit) return std::nullopt;
   return static_cast<std::int64_t>(value);
 }
 
@@ -76,7 +81,7 @@ std::optional<KeeperRequest> parse_request(std::string_view line) {
   if (*op == "release") {
     request.operation = KeeperOperation::release;
   } else if (*op == "renew") {
-    auto ttl = count(*doc, "ttl_ms");
+    auto ttl = count(*doc, "ttl_ms", k_max_ms);
     if (!ttl) return std::nullopt;
     request.operation = KeeperOperation::renew;
     request.ttl = Millis(*ttl);
@@ -119,8 +124,8 @@ std::optional<KeeperReply> parse_reply(std::string_view line) {
   if (*answer == "done") {
     auto fence = doc->find("fence");
     auto confirmed = count(*doc, "confirmed_at_ns");
-    auto ttl = count(*doc, "ttl_ms");
-    auto window = count(*doc, "window_ms");
+    auto ttl = count(*doc, "ttl_ms", k_max_ms);
+    auto window = count(*doc, "window_ms", k_max_ms);
     if (fence == doc->end() || !fence->is_number_unsigned() || !confirmed || !ttl || !window) return std::nullopt;
     reply.answer = KeeperAnswer::done;
     reply.fence = fence->get<std::uint64_t>();

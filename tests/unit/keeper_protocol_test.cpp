@@ -41,6 +41,8 @@ TEST_CASE("a keeper refuses malformed, oversized and partial requests") {
   CHECK_FALSE(
       parse_request(R"({"op":"renew","backend":"file:","namespace":"dlock","name":"x","token":"t","ttl_ms":-1})"));
   CHECK_FALSE(parse_request(R"({"op":"renew","backend":"file:","namespace":"dlock","name":"x","token":7,"ttl_ms":1})"));
+  CHECK_FALSE(parse_request(
+      R"({"op":"renew","backend":"file:","namespace":"dlock","name":"x","token":"t","ttl_ms":9223372036854775807})"));
   CHECK_FALSE(parse_request(R"({"op":"steal","backend":"file:","namespace":"dlock","name":"x","token":"t"})"));
   CHECK_FALSE(parse_request(R"({"op":"release","backend":"file:","name":"x","token":"t"})"));
   std::string huge = R"({"op":"release","backend":"file:","namespace":"dlock","name":"x","token":")" +
