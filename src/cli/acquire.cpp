@@ -1,4 +1,5 @@
 #include "cli/context.hpp"
+#include "cli/format.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/name.hpp"
@@ -37,6 +38,7 @@ int run_acquire(const AcquireArguments &args, Context &context) {
                     std::chrono::system_clock::now()};
 
   std::optional<backend::Lease> lease;
+  std::optional<Millis> window; // the keeper's: how long it waits for a renew
   if (session_bound(settings)) {
     runner::KeeperResult kept = runner::acquire_with_keeper(settings.backend, request, wait, conflict);
     if (!kept.lease) {
@@ -44,6 +46,7 @@ int run_acquire(const AcquireArguments &args, Context &context) {
       return kept.exit_status;
     }
     lease = kept.lease;
+    window = kept.window;
   } else {
     request.holder.pid = getpid();
     auto backend = open_backend(settings);
@@ -52,12 +55,8 @@ int run_acquire(const AcquireArguments &args, Context &context) {
     lease = taken.lease;
   }
   if (args.json) {
-    auto expires = std::chrono::system_clock::now() + lease->ttl;
-    nlohmann::ordered_json doc = {{"name", lease->name},
-                                  {"token", lease->token},
-                                  {"fence", lease->fence},
-                                  {"ttl_ms", lease->ttl.count()},
-                                  {"expires_at", format_utc(expires)}};
+    nlohmann::ordered_json doc = {{"name", lease->name}, {"token", lease->token}, {"fence", lease->fence}};
+    add_lease_figures(doc, lease->confirmed_at, lease->ttl, window);
     std::cout << doc.dump() << std::endl;
   } else {
     std::cout << lease->token << std::endl;
@@ -75,7 +74,9 @@ void setup_acquire(CLI::App &sub, Context &context) {
       ->type_name("D");
   sub.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")
       ->type_name("N");
-  sub.add_flag("--json", args->json, "Print name, token, fence, ttl_ms and expires_at as JSON");
+  sub.add_flag(
+      "--json", args->json,
+      "Print name, token, fence, ttl_ms and expires_at (and a keeper's keeper_window_ms and renew_by) as JSON");
   sub.callback([args, &context] { context.action = [args, &context] { return run_acquire(*args, context); }; });
 }
 

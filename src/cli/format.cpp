@@ -13,6 +13,35 @@ std::string age(std::chrono::system_clock::time_point since) {
   return format_duration(std::max(elapsed, Millis(0))) + " ago";
 }
 
+LeaseFigures lease_figures(std::chrono::steady_clock::time_point t0, Millis granted, std::optional<Millis> window,
+                           std::chrono::system_clock::time_point now_wall,
+                           std::chrono::steady_clock::time_point now_steady) {
+  // A t0 ahead of our clock could only come from a keeper in another time
+  // namespace; the lease then counts from now, not from a future instant.
+  t0 = std::min(t0, now_steady);
+  auto t0_wall = now_wall - std::chrono::duration_cast<std::chrono::system_clock::duration>(now_steady - t0);
+  auto left_of = [&](Millis length) {
+    return std::max(Millis(0), std::chrono::floor<Millis>(t0 + length - now_steady));
+  };
+  Millis promised = window ? std::min(granted, *window) : granted;
+  LeaseFigures figures{left_of(promised), t0_wall + promised, std::nullopt, std::nullopt};
+  if (window) {
+    figures.window_left = left_of(*window);
+    figures.renew_by = t0_wall + *window;
+  }
+  return figures;
+}
+
+void add_lease_figures(json &doc, std::chrono::steady_clock::time_point t0, Millis granted,
+                       std::optional<Millis> window) {
+  auto now_wall = std::chrono::system_clock::now();
+  LeaseFigures figures = lease_figures(t0, granted, window, now_wall, std::chrono::steady_clock::now());
+  doc["ttl_ms"] = figures.ttl_left.count();
+  doc["expires_at"] = format_utc(figures.expires_at);
+  if (figures.window_left) doc["keeper_window_ms"] = figures.window_left->count();
+  if (figures.renew_by) doc["renew_by"] = format_utc(*figures.renew_by);
+}
+
 json status_json(const backend::LockStatus &status) {
   json doc;
   doc["name"] = status.name;

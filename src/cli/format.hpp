@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,30 @@ std::string status_text(const backend::LockStatus &status);
 
 // One row per lock under a header.
 std::string list_table(const std::vector<backend::LockStatus> &locks);
+
+// What --json of acquire and renew says about a lease, as the safety
+// timeline sees it: the backend cannot give the lock to anyone else before
+// t0 + T (t0: the send time of the request it confirmed, T: the lease it
+// granted). With a keeper (file, ZooKeeper, PostgreSQL) the promise ends
+// sooner if the keeper's window (--ttl) does, and no later than t0 + T
+// even when the window is longer: a stopped keeper renews nothing.
+struct LeaseFigures {
+  Millis ttl_left;                                               // ttl_ms: the promise left when printed
+  std::chrono::system_clock::time_point expires_at;              // t0 + min(T, window) on the wall clock
+  std::optional<Millis> window_left;                             // keeper_window_ms: the window left when printed
+  std::optional<std::chrono::system_clock::time_point> renew_by; // t0 + window: the keeper lets go then
+};
+
+// `now_wall` must be read before `now_steady`: t0 then maps to a wall time
+// no later than the true one (now_wall - (now_steady - t0)).
+LeaseFigures lease_figures(std::chrono::steady_clock::time_point t0, Millis granted, std::optional<Millis> window,
+                           std::chrono::system_clock::time_point now_wall,
+                           std::chrono::steady_clock::time_point now_steady);
+
+// Adds ttl_ms, expires_at and, with a window, keeper_window_ms and renew_by
+// to `doc`, as of now.
+void add_lease_figures(nlohmann::ordered_json &doc, std::chrono::steady_clock::time_point t0, Millis granted,
+                       std::optional<Millis> window);
 
 // "3m12s ago"
 std::string age(std::chrono::system_clock::time_point since);

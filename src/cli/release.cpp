@@ -48,7 +48,8 @@ int run_release(const ReleaseArguments &args, Context &context) {
   Settings settings = context.settings();
   bool released = false;
   if (held_by_keeper(token, settings)) {
-    auto reply = runner::keeper_release(args.name, token, settings.backend.connect_timeout * 2 + Millis(1000));
+    auto reply = runner::keeper_release(runner::identity_of(settings.backend, args.name), token,
+                                        settings.backend.connect_timeout * 2 + Millis(1000));
     released = reply.answer == runner::KeeperAnswer::done;
   } else {
     auto backend = open_backend(settings);

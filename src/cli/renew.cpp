@@ -1,4 +1,5 @@
 #include "cli/context.hpp"
+#include "cli/format.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/name.hpp"
@@ -25,16 +26,20 @@ int run_renew(const RenewArguments &args, Context &context) {
   std::string token = resolve_token(context, args.token);
   Settings settings = context.settings();
   Millis ttl = resolve_ttl(args.ttl, settings);
-  Millis granted = ttl;
+  std::chrono::steady_clock::time_point confirmed_at{};
+  Millis granted{};
+  std::optional<Millis> window; // the keeper's: how long it waits for the next renew
   std::uint64_t fence = 0;
   bool owned = false;
   if (held_by_keeper(token, settings)) {
     // Without --ttl a keeper renews for the length given to acquire.
     Millis asked = args.ttl ? ttl : Millis(0);
-    runner::KeeperReply reply =
-        runner::keeper_renew(args.name, token, asked, settings.backend.connect_timeout * 2 + Millis(1000));
+    runner::KeeperReply reply = runner::keeper_renew(runner::identity_of(settings.backend, args.name), token, asked,
+                                                     settings.backend.connect_timeout * 2 + Millis(1000));
     owned = reply.answer == runner::KeeperAnswer::done;
+    confirmed_at = reply.confirmed_at;
     granted = reply.ttl;
+    window = reply.window;
     fence = reply.fence;
   } else {
     auto backend = open_backend(settings);
@@ -43,6 +48,7 @@ int run_renew(const RenewArguments &args, Context &context) {
     if (result.outcome == backend::RenewOutcome::unknown)
       throw UnavailableError(fmt::format("could not renew lock '{}': {}", args.name, result.reason));
     owned = result.outcome == backend::RenewOutcome::renewed;
+    confirmed_at = result.sent_at;
     granted = result.ttl;
   }
   if (!owned) {
@@ -50,9 +56,8 @@ int run_renew(const RenewArguments &args, Context &context) {
     return to_int(ExitCode::not_held);
   }
   if (args.json) {
-    nlohmann::ordered_json doc = {{"name", args.name},
-                                  {"ttl_ms", granted.count()},
-                                  {"expires_at", format_utc(std::chrono::system_clock::now() + granted)}};
+    nlohmann::ordered_json doc = {{"name", args.name}};
+    add_lease_figures(doc, confirmed_at, granted, window);
     if (fence) doc["fence"] = fence;
     std::cout << doc.dump() << std::endl;
   }
@@ -71,7 +76,8 @@ void setup_renew(CLI::App &sub, Context &context) {
                  "New lease length from now [default: the length given to acquire on session backends, else the ttl "
                  "setting or 30s]")
       ->type_name("D");
-  sub.add_flag("--json", args->json, "Print name, ttl_ms and expires_at as JSON");
+  sub.add_flag("--json", args->json,
+               "Print name, ttl_ms, expires_at (and a keeper's keeper_window_ms and renew_by) and fence as JSON");
   sub.callback([args, &context] { context.action = [args, &context] { return run_renew(*args, context); }; });
 }
 

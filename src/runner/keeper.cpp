@@ -1,6 +1,7 @@
 #include "runner/keeper.hpp"
 
 #include "runner/heartbeat.hpp"
+#include "runner/keeper_socket.hpp"
 
 #include "backend/registry.hpp"
 #include "core/error.hpp"
@@ -22,6 +23,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 
 namespace dlock::runner {
 
@@ -43,10 +45,13 @@ sockaddr_un keeper_address(const std::string &id, socklen_t &length) {
   return address;
 }
 
-bool write_all(int fd, const std::string &text) {
+// On a socket with send(), not write(): a keeper that refused us may have
+// closed already, and that is no reason for SIGPIPE.
+bool write_all(int fd, const std::string &text, bool socket = false) {
   std::size_t done = 0;
   while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    ssize_t n = socket ? send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL)
+                       : write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<std::size_t>(n);
@@ -76,29 +81,22 @@ std::string read_line(int fd, Millis timeout, const Interrupt *interrupt = nullp
   }
 }
 
-std::vector<std::string> split_tabs(const std::string &line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
-  for (;;) {
-    auto tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab - start));
-    if (tab == std::string::npos) return fields;
-    start = tab + 1;
-  }
-}
-
+// Session renewals every T/3 and the window the script's `renew`s set, as
+// a poll loop that also serves the socket.
 class Keeper {
 public:
   // `window`: how long the lock stays without a `renew` from the script
   // (--ttl). The session's own lease (lease.ttl: on ZooKeeper the
   // negotiated session timeout) only sets how often the keeper renews.
-  Keeper(backend::Backend &backend, backend::Lease lease, std::string token, UniqueFd listener, Millis window)
-      : m_backend(backend), m_lease(std::move(lease)), m_token(std::move(token)), m_listener(std::move(listener)),
-        m_ttl(window), m_expires(m_lease.confirmed_at + window),
-        m_next_renew(m_lease.confirmed_at + renew_interval(m_lease.ttl)) {}
+  Keeper(backend::Backend &backend, backend::Lease lease, LockIdentity identity, std::string token, UniqueFd listener,
+         Millis window)
+      : m_backend(backend), m_lease(std::move(lease)), m_identity(std::move(identity)), m_token(std::move(token)),
+        m_socket(std::move(listener)), m_window(window), m_expires(m_lease.confirmed_at + window),
+        m_renew_every(renew_interval(m_lease.ttl)), m_next_renew(m_lease.confirmed_at + m_renew_every) {}
 
   void serve() {
     const Interrupt &interrupt = Signals::interrupt();
+    std::vector<pollfd> fds;
     for (;;) {
       auto now = SteadyClock::now();
       if (now >= m_expires || interrupt.requested()) {
@@ -107,28 +105,39 @@ public:
       }
       if (now >= m_next_renew && !renew_session()) return;
       auto wake = std::min(m_expires, m_next_renew);
+      if (auto deadline = m_socket.next_deadline()) wake = std::min(wake, *deadline);
       auto timeout = std::chrono::duration_cast<Millis>(wake - now + std::chrono::microseconds(999)).count();
       // News from the backend (a forced release, an expired session):
       // renew at once, which finds out whether the lock is still ours.
       int news = m_backend.event_fd();
-      pollfd fds[3] = {{m_listener.get(), POLLIN, 0}, {interrupt.fd(), POLLIN, 0}, {news, POLLIN, 0}};
-      int ready = poll(fds, news >= 0 ? 3 : 2, static_cast<int>(std::clamp<long long>(timeout, 0, 60'000)));
-      if (ready > 0 && news >= 0 && (fds[2].revents & POLLIN) && !renew_session()) return;
-      if (ready > 0 && (fds[0].revents & POLLIN)) {
-        int connection = accept4(m_listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
-        if (connection >= 0 && !handle(UniqueFd(connection))) return;
-      }
+      fds.clear();
+      fds.push_back({interrupt.fd(), POLLIN, 0});
+      fds.push_back({news, POLLIN, 0});
+      m_socket.add_poll_fds(fds);
+      int ready = poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(timeout, 0, 60'000)));
+      if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("keeper: poll failed", errno));
+      if (ready > 0 && news >= 0 && (fds[1].revents & POLLIN) && !renew_session()) return;
+      for (PendingRequest &request : m_socket.serve(fds, 2))
+        if (!handle(request)) return;
     }
   }
 
 private:
-  // False once the lock is gone and the keeper should end.
+  // False once the lock is gone and the keeper should end. The session is
+  // renewed for what is left of the window, so that what the backend
+  // records (the file backend's time left) ends with the window, not later.
   bool renew_session() {
-    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_ttl);
+    auto now = SteadyClock::now();
+    Millis left = std::max(Millis(1), std::chrono::duration_cast<Millis>(m_expires - now));
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, left);
     if (result.outcome == backend::RenewOutcome::lost) return false;
     if (result.outcome == backend::RenewOutcome::renewed) {
       m_lease.ttl = result.ttl;
-      m_next_renew = result.sent_at + renew_interval(result.ttl);
+      m_lease.confirmed_at = result.sent_at;
+      // A backend that granted less than it was asked has a lease of its
+      // own (a session): renew often enough for that one.
+      if (result.ttl < left) m_renew_every = std::min(m_renew_every, renew_interval(result.ttl));
+      m_next_renew = result.sent_at + m_renew_every;
     } else {
       m_next_renew = SteadyClock::now() + retry_interval(m_lease.ttl, 0.5);
     }
@@ -143,51 +152,70 @@ private:
     }
   }
 
-  bool handle(UniqueFd connection) {
-    std::string line = read_line(connection.get(), Millis(1000));
-    auto fields = split_tabs(line);
-    bool authentic = fields.size() >= 3 && fields[1] == m_lease.name && constant_time_equal(fields[2], m_token);
+  KeeperReply done() const {
+    KeeperReply reply;
+    reply.answer = KeeperAnswer::done;
+    reply.fence = m_lease.fence;
+    reply.confirmed_at = m_lease.confirmed_at;
+    reply.ttl = m_lease.ttl;
+    reply.window = m_window;
+    return reply;
+  }
+
+  // False once the keeper should end.
+  bool handle(PendingRequest &pending) {
+    std::optional<KeeperRequest> request = parse_request(pending.line);
+    bool authentic = request && request->lock == m_identity && constant_time_equal(request->token, m_token);
     if (!authentic) {
-      write_all(connection.get(), "not-owner\n");
+      answer(pending, format_reply(KeeperReply{}));
       return true;
     }
-    if (fields[0] == "release") {
+    if (request->operation == KeeperOperation::release) {
+      KeeperReply reply = done();
       release();
-      write_all(connection.get(), fmt::format("ok\t{}\t{}\n", m_ttl.count(), m_lease.fence));
+      answer(pending, format_reply(reply));
       return false;
     }
-    if (fields[0] == "renew" && fields.size() >= 4) {
-      // 0: renew for the lease's own length, as given to acquire.
-      if (long long asked = std::atoll(fields[3].c_str()); asked > 0) m_ttl = Millis(asked);
-      backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_ttl);
-      if (result.outcome == backend::RenewOutcome::lost) {
-        write_all(connection.get(), "not-owner\n");
-        return false;
-      }
-      if (result.outcome == backend::RenewOutcome::unknown) {
-        write_all(connection.get(), fmt::format("error\t{}\t{}\n", to_int(ExitCode::unavailable), result.reason));
-        return true;
-      }
-      m_expires = result.sent_at + m_ttl;
-      m_lease.ttl = result.ttl;
-      m_next_renew = result.sent_at + renew_interval(result.ttl);
-      write_all(connection.get(), fmt::format("ok\t{}\t{}\n", m_ttl.count(), m_lease.fence));
+    // 0: renew for the window last given (by acquire or a renew --ttl).
+    if (request->ttl.count() > 0) m_window = request->ttl;
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_window);
+    if (result.outcome == backend::RenewOutcome::lost) {
+      answer(pending, format_reply(KeeperReply{}));
+      return false;
+    }
+    if (result.outcome == backend::RenewOutcome::unknown) {
+      KeeperReply failed;
+      failed.answer = KeeperAnswer::error;
+      failed.code = to_int(ExitCode::unavailable);
+      failed.message = result.reason;
+      answer(pending, format_reply(failed));
       return true;
     }
-    write_all(connection.get(), "not-owner\n");
+    m_expires = result.sent_at + m_window;
+    m_lease.ttl = result.ttl;
+    m_lease.confirmed_at = result.sent_at;
+    m_renew_every = renew_interval(result.ttl);
+    m_next_renew = result.sent_at + m_renew_every;
+    answer(pending, format_reply(done()));
     return true;
   }
 
   backend::Backend &m_backend;
-  backend::Lease m_lease;
+  backend::Lease m_lease; // confirmed_at and ttl: t0 and T of the last confirmed renewal
+  LockIdentity m_identity;
   std::string m_token;
-  UniqueFd m_listener;
-  Millis m_ttl;
+  KeeperSocket m_socket;
+  Millis m_window;
   SteadyClock::time_point m_expires;
+  Millis m_renew_every;
   SteadyClock::time_point m_next_renew;
 };
 
-void report(int fd, const json &result) { write_all(fd, result.dump() + "\n"); }
+// Once acquire has its answer the pipe is closed and `fd` is -1: a later
+// failure must not write into whatever descriptor reused the number.
+void report(int fd, const json &result) {
+  if (fd >= 0) write_all(fd, result.dump() + "\n");
+}
 
 int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &config, const backend::LockRequest &request,
                 std::optional<Millis> wait) {
@@ -210,7 +238,7 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
     socklen_t length = 0;
     sockaddr_un address = keeper_address(id, length);
     if (!listener || bind(listener.get(), reinterpret_cast<sockaddr *>(&address), length) != 0 ||
-        listen(listener.get(), 16) != 0)
+        listen(listener.get(), 64) != 0)
       throw Error(ExitCode::internal, errno_message("cannot create the keeper socket", errno));
 
     backend::AcquireResult result = take_lock(*backend, held_request, wait);
@@ -233,9 +261,15 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
       return 0;
     }
     report(result_fd,
-           {{"outcome", "acquired"}, {"token", token}, {"fence", lease.fence}, {"ttl_ms", request.ttl.count()}});
-    close(result_fd);
-    Keeper keeper(*backend, lease, token, std::move(listener), request.ttl);
+           {{"outcome", "acquired"},
+            {"token", token},
+            {"fence", lease.fence},
+            {"confirmed_at_ns",
+             std::chrono::duration_cast<std::chrono::nanoseconds>(lease.confirmed_at.time_since_epoch()).count()},
+            {"ttl_ms", lease.ttl.count()},
+            {"window_ms", request.ttl.count()}});
+    close(std::exchange(result_fd, -1));
+    Keeper keeper(*backend, lease, identity_of(config, request.name), token, std::move(listener), request.ttl);
     keeper.serve();
   } catch (const Error &failure) {
     report(result_fd, {{"outcome", "error"}, {"code", to_int(failure.code())}, {"message", failure.what()}});
@@ -245,26 +279,51 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
   return 0;
 }
 
-KeeperReply ask_keeper(const std::string &request, const std::string &token, Millis timeout) {
-  KeeperReply reply;
-  if (!is_keeper_token(token)) return reply;
-  UniqueFd connection(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+// Connects to the keeper named by `token` within `deadline`; an empty fd
+// when there is no such keeper. The socket is non-blocking, so a keeper
+// that is stopped (its backlog full) costs the deadline, not for ever.
+UniqueFd connect_keeper(const std::string &token, SteadyClock::time_point deadline) {
+  UniqueFd connection(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!connection) throw Error(ExitCode::internal, errno_message("cannot create a socket", errno));
   socklen_t length = 0;
   sockaddr_un address = keeper_address(token.substr(0, k_id_hex), length);
-  if (!connection || connect(connection.get(), reinterpret_cast<sockaddr *>(&address), length) != 0) return reply;
-  if (!write_all(connection.get(), request)) return reply;
-  std::string line = read_line(connection.get(), timeout);
-  auto fields = split_tabs(line);
-  if (fields[0] == "ok" && fields.size() >= 3) {
-    reply.answer = KeeperAnswer::done;
-    reply.ttl = Millis(std::atoll(fields[1].c_str()));
-    reply.fence = std::strtoull(fields[2].c_str(), nullptr, 10);
-  } else if (fields[0] == "error" && fields.size() >= 3) {
-    throw Error(static_cast<ExitCode>(std::atoi(fields[1].c_str())), fields[2]);
-  } else if (line.empty() && fields[0] != "not-owner") {
-    throw UnavailableError("the lock's keeper process did not answer in time");
+  for (;;) {
+    if (connect(connection.get(), reinterpret_cast<sockaddr *>(&address), length) == 0) break;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return {}; // ECONNREFUSED: no keeper of that name
+    if (SteadyClock::now() >= deadline) throw UnavailableError("the lock's keeper process did not answer in time");
+    poll(nullptr, 0, 10); // its backlog is full: it is busy or stopped
   }
-  return reply;
+  // Anyone can bind an abstract name once its keeper is gone: only a
+  // keeper of our own user or of root is believed, also by root.
+  std::optional<uid_t> keeper_uid = peer_uid(connection.get());
+  if (!keeper_uid) return {};
+  if (*keeper_uid != geteuid() && *keeper_uid != 0)
+    throw Error(ExitCode::auth, fmt::format("the keeper of this token runs as uid {}, not as uid {}: renew or "
+                                            "release the lock as the user who acquired it",
+                                            *keeper_uid, geteuid()));
+  return connection;
+}
+
+KeeperReply ask_keeper(const KeeperRequest &request, Millis timeout) {
+  KeeperReply reply;
+  if (!is_keeper_token(request.token)) return reply;
+  auto deadline = SteadyClock::now() + timeout;
+  UniqueFd connection = connect_keeper(request.token, deadline);
+  if (!connection) return reply;
+  // A keeper that refuses us answers before it reads: its answer is worth
+  // reading even when our request could not be sent.
+  bool sent = write_all(connection.get(), format_request(request), true);
+  auto left = std::max(Millis(1), std::chrono::duration_cast<Millis>(deadline - SteadyClock::now()));
+  std::string line = read_line(connection.get(), left);
+  if (line.empty() && !sent) return reply;
+  if (line.empty()) throw UnavailableError("the lock's keeper process did not answer in time");
+  std::optional<KeeperReply> parsed = parse_reply(line);
+  if (!parsed) throw Error(ExitCode::internal, "the lock's keeper process gave an answer dlock does not understand");
+  if (parsed->answer == KeeperAnswer::refused)
+    throw Error(ExitCode::auth, "the lock's keeper serves only the user who acquired the lock and root");
+  if (parsed->answer == KeeperAnswer::error) throw Error(static_cast<ExitCode>(parsed->code), parsed->message);
+  return *parsed;
 }
 
 } // namespace
@@ -313,8 +372,11 @@ KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const bac
     lease.token = result.value("token", "");
     lease.fence = result.value("fence", std::uint64_t{0});
     lease.ttl = Millis(result.value("ttl_ms", std::int64_t{0}));
-    lease.confirmed_at = SteadyClock::now();
+    // The keeper's t0, on the steady clock every process of the host shares.
+    lease.confirmed_at = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
+        std::chrono::nanoseconds(result.value("confirmed_at_ns", std::int64_t{0}))));
     out.lease = lease;
+    out.window = Millis(result.value("window_ms", std::int64_t{0}));
   } else if (outcome == "busy") {
     out.exit_status = conflict_exit_code;
     out.message = busy_message(request.name, result.value("holder", ""), wait);
@@ -327,12 +389,12 @@ KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const bac
   return out;
 }
 
-KeeperReply keeper_renew(const std::string &name, const std::string &token, Millis ttl, Millis timeout) {
-  return ask_keeper(fmt::format("renew\t{}\t{}\t{}\n", name, token, ttl.count()), token, timeout);
+KeeperReply keeper_renew(const LockIdentity &lock, const std::string &token, Millis ttl, Millis timeout) {
+  return ask_keeper({KeeperOperation::renew, lock, token, ttl}, timeout);
 }
 
-KeeperReply keeper_release(const std::string &name, const std::string &token, Millis timeout) {
-  return ask_keeper(fmt::format("release\t{}\t{}\n", name, token), token, timeout);
+KeeperReply keeper_release(const LockIdentity &lock, const std::string &token, Millis timeout) {
+  return ask_keeper({KeeperOperation::release, lock, token, Millis(0)}, timeout);
 }
 
 } // namespace dlock::runner

@@ -742,21 +742,34 @@ acquire_bg() {
 }
 
 # check_acquire_json NAME TTL: `dlock acquire NAME --ttl TTL --json` prints
-# one document with name, token, fence, ttl_ms and expires_at. Leaves the
-# document in $out.
+# one document with name, token, fence, ttl_ms and expires_at: ttl_ms is the
+# lease left when it was printed (at most TTL), expires_at that instant plus
+# ttl_ms; a keeper adds keeper_window_ms and renew_by. Leaves the document
+# in $out.
 check_acquire_json() {
+  local before after
+  before=$(now_ms)
   capture "${DL[@]}" acquire "$1" --ttl "$2" --json
+  after=$(now_ms)
   [ "$rc" = 0 ] || fail "acquire --json exited $rc; stderr: $err"
   printf '%s' "$out" >"$tmpdir/acq.json"
-  python3 - "$tmpdir/acq.json" "$1" "$(duration_ms "$2")" <<'PY' || fail "acquire --json is wrong: $out"
-import json, sys, re
+  python3 - "$tmpdir/acq.json" "$1" "$(duration_ms "$2")" "$before" "$after" <<'PY' || fail "acquire --json is wrong: $out"
+import datetime, json, sys, re
 d = json.load(open(sys.argv[1]))
+ttl, before, after = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+def ms(text):
+    assert isinstance(text, str) and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", text), d
+    when = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp() * 1000 + 0.5)
 assert set(d) >= {"name", "token", "fence", "ttl_ms", "expires_at"}, d
 assert d["name"] == sys.argv[2], d
 assert isinstance(d["token"], str) and d["token"], d
 assert isinstance(d["fence"], int) and d["fence"] > 0, d
-assert d["ttl_ms"] == int(sys.argv[3]), d
-assert isinstance(d["expires_at"], str) and re.match(r"\d{4}-\d\d-\d\dT", d["expires_at"]), d
+assert isinstance(d["ttl_ms"], int) and 0 < d["ttl_ms"] <= ttl, d
+assert before + d["ttl_ms"] - 1 <= ms(d["expires_at"]) <= min(after + d["ttl_ms"] + 1, after + ttl), d
+if "keeper_window_ms" in d:
+    assert isinstance(d["keeper_window_ms"], int) and d["ttl_ms"] <= d["keeper_window_ms"] <= ttl, d
+    assert ms(d["expires_at"]) <= ms(d["renew_by"]) <= after + ttl, d
 PY
 }
 duration_ms() { case $1 in *ms) echo "${1%ms}" ;; *s) echo $((${1%s} * 1000)) ;; esac; }
