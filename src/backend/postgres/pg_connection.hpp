@@ -23,6 +23,14 @@ public:
   using UnavailableError::UnavailableError;
 };
 
+// TCP keepalive settings of one end of a connection: probes after `idle`
+// seconds of silence, `count` of them `interval` seconds apart, and
+// `user_timeout` for data sent but not acknowledged.
+struct Keepalive {
+  long idle = 0, interval = 0, count = 0;
+  Millis user_timeout{};
+};
+
 struct Rows {
   std::vector<std::vector<std::optional<std::string>>> rows;
   std::string sqlstate; // empty: success
@@ -54,6 +62,10 @@ public:
   // (and drops) it first, as it does the late answer of one that timed out.
   void send(const std::string &sql, const std::vector<std::string> &params);
   int socket() const;
+  // Sets the client's end of a TCP connection to `keepalive` (a UNIX
+  // socket has none: nothing to do). Best effort: this end only decides
+  // how soon dlock gives up on a server that vanished.
+  void set_keepalive(const Keepalive &keepalive);
   int server_version() const;
   int backend_pid() const;
   bool broken() const { return m_broken; }
