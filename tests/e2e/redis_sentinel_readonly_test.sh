@@ -21,6 +21,10 @@ name=x
 lock_key=$(redis_key "$name" lock)
 replicated() { [ "$("$DLOCK_TEST_REPLICA_CLI" EXISTS "$lock_key")" = 1 ]; }
 old_master_demoted() { "$DLOCK_TEST_REDIS_CLI" ROLE | head -1 | grep -qx slave; }
+# The demoted master refused a script (READONLY): C tried there.
+refused_a_script() {
+  "$DLOCK_TEST_REDIS_CLI" INFO errorstats | tr -d '\r' | grep -qE '^errorstat_READONLY:count=[1-9]'
+}
 
 start_job "$name" --ttl 20s
 wait_until -t 3 replicated || fail "the lock key never reached the replica"
@@ -33,11 +37,10 @@ wait_until has_waiter "$name" || fail "C never waited for the lock"
 failover_at=$(now_ms)
 wait_until -t 25 old_master_demoted || fail "the sentinels did not turn the old master into a replica within 25 s"
 echo "the old master is a replica $(($(now_ms) - failover_at)) ms after SENTINEL FAILOVER"
-# C has tried on the old master by now, or will (when A's lease there
-# would have run out); A renews on the new master.
+# The demotion closed C's subscription; C tries again on the old master.
+wait_until -t 5 refused_a_script || fail "C never tried to take the lock on the demoted master"
 is_alive "$JOB_PID" || fail "A's job ended; A's dlock: $(cat "$tmpdir/dlock.rc" 2>/dev/null); stderr: $(cat "$tmpdir/job.err")"
 [ ! -e "$tmpdir/c.start" ] || fail "C's job started while A's ran"
-sleep 1
 ended=$(now_ms)
 kill -TERM "$JOB_PID"
 wait_exit "$c" 30
