@@ -1,6 +1,7 @@
 #include "backend/postgres/pg_backend.hpp"
 
 #include "backend/postgres/pg_connection.hpp"
+#include "backend/postgres/pg_session.hpp"
 #include "core/error.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
@@ -10,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 namespace dlock::backend::postgres {
@@ -54,42 +54,6 @@ std::optional<nlohmann::json> note_in(const std::string &query) {
   return doc;
 }
 
-// Server-side TCP keepalives (whole seconds) that give up on a vanished
-// client after about `ttl` of silence, never sooner: the client stops its
-// job before its own deadline, and only then may the server free the lock.
-Keepalive keepalive_for(Millis ttl) {
-  long total = std::max<long>(2, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
-  Keepalive k{0, std::max<long>(1, total / 6), 3, ttl};
-  k.idle = std::max<long>(1, total - k.interval * k.count);
-  return k;
-}
-
-// Session settings that could end the lock's session, or a statement of
-// dlock's, before T, whatever ALTER ROLE, ALTER DATABASE or the server's
-// configuration say. The startup options (the client's source) override all
-// of those; the user's own options in the URL come first and lose. These
-// exist on every supported server (12 on); see session_settings() for the
-// newer ones.
-std::string startup_options(const Keepalive &k) {
-  return fmt::format("-c tcp_keepalives_idle={} -c tcp_keepalives_interval={} -c tcp_keepalives_count={} -c "
-                     "tcp_user_timeout={} -c statement_timeout=0 -c lock_timeout=0 -c "
-                     "idle_in_transaction_session_timeout=0 -c exit_on_error=off",
-                     k.idle, k.interval, k.count, k.user_timeout.count());
-}
-
-// The settings that only newer servers know: a startup option that the
-// server does not know ends the connection, so these are set (set_config,
-// which overrides the same sources) by the first statement of the session,
-// as extra columns. idle_session_timeout (14 on) ends a session idle
-// between two renewals; transaction_timeout (17 on) ends one whose
-// statement (a wait in pg_advisory_lock) runs longer.
-std::string session_settings(int server_version) {
-  std::string columns;
-  if (server_version >= 140000) columns += ", set_config('idle_session_timeout', '0', false)";
-  if (server_version >= 170000) columns += ", set_config('transaction_timeout', '0', false)";
-  return columns;
-}
-
 class PostgresBackend : public TakingBackend {
 public:
   explicit PostgresBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {}
@@ -106,7 +70,7 @@ public:
     auto sent = SteadyClock::now();
     auto by = sent + m_config.connect_timeout;
     if (answer_by) by = std::min(by, *answer_by);
-    std::optional<Millis> retime = server_ttl_for(node, ttl, sent);
+    std::optional<Millis> retime = server_ttl_for(node.server_ttl, node.deadline, ttl, sent);
     std::string sql = "SELECT 1";
     std::vector<std::string> params;
     if (retime) {
@@ -255,20 +219,6 @@ private:
     // The latest t0 + T promised to the caller.
     SteadyClock::time_point deadline{};
   };
-
-  // The T that a renewal sent at `sent` must set the server's keepalives
-  // to, or nullopt if they already fit. The server frees the lock of a
-  // silent client T after the last thing it heard, so a renewal for `ttl`
-  // needs at least `ttl`; and while an earlier, longer promise (a lowered
-  // --ttl) still runs, at least what is left of it, since the answer to
-  // this renewal may never come and the caller then still counts on it.
-  static std::optional<Millis> server_ttl_for(const Held &node, Millis ttl, SteadyClock::time_point sent) {
-    Millis promised = std::chrono::ceil<Millis>(node.deadline - sent);
-    Millis needed = std::max(ttl, promised);
-    // A lowered T is set once the old promise is past.
-    if (node.server_ttl >= needed && (node.server_ttl == ttl || promised > ttl)) return std::nullopt;
-    return needed;
-  }
 
   struct Found {
     LockStatus status;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/postgres/pg_session.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
@@ -21,14 +22,6 @@ using SteadyClock = std::chrono::steady_clock;
 class SessionGone : public UnavailableError {
 public:
   using UnavailableError::UnavailableError;
-};
-
-// TCP keepalive settings of one end of a connection: probes after `idle`
-// seconds of silence, `count` of them `interval` seconds apart, and
-// `user_timeout` for data sent but not acknowledged.
-struct Keepalive {
-  long idle = 0, interval = 0, count = 0;
-  Millis user_timeout{};
 };
 
 struct Rows {
