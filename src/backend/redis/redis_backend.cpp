@@ -22,6 +22,13 @@ namespace {
 
 constexpr int k_default_sentinel_port = 26379;
 
+// The sentinels disowned the server that just granted a lock: a failover
+// is under way (69 where nobody waits).
+class Disowned : public UnavailableError {
+public:
+  using UnavailableError::UnavailableError;
+};
+
 class RedisBackend : public Backend {
 public:
   explicit RedisBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
@@ -79,11 +86,16 @@ public:
     // be followed by a wait is made while subscribed: a release published
     // between that attempt and the wait is already in the socket, not lost.
     AcquireCommand command = acquire_command(request, keys);
-    if (Attempt first = attempt_once(request, command); first.lease)
-      return {AcquireOutcome::acquired, std::move(first.lease), 0};
+    try {
+      if (Attempt first = attempt_once(request, command); first.lease)
+        return {AcquireOutcome::acquired, std::move(first.lease), 0};
+    } catch (const Disowned &away) {
+      // A failover under way: wait for it like for any other holder.
+      detail(1, "waiting on '{}': {}", request.name, away.what());
+    }
     if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-    Connection subscriber(master(), m_options);
-    bool subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+    auto subscriber = std::make_unique<Connection>(master(), m_options);
+    bool subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
     bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
@@ -92,7 +104,16 @@ public:
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
       Attempt attempt;
       try {
-        if (pubsub && !subscribed) subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+        if (pubsub && !subscribed) {
+          // Under Sentinel the channel is the master's of now, asked anew
+          // (a release on a new master reaches the old one only while
+          // that replicates from it, and not at all once it is gone).
+          if (!m_sentinels.empty()) {
+            forget_master();
+            subscriber = std::make_unique<Connection>(master(), m_options);
+          }
+          subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
+        }
         attempt = attempt_once(request, command);
         backoff.reset();
       } catch (const UnavailableError &away) {
@@ -109,12 +130,12 @@ public:
       if (deadline) wake = std::min(wake, *deadline);
       if (subscribed) {
         try {
-          subscriber.read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
+          subscriber->read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
         } catch (const UnavailableError &lost) {
           // Resubscribed before the next attempt (a release published in
           // between is then not missed).
           detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
-          subscriber.close();
+          subscriber->close();
           subscribed = false;
         }
       } else {
@@ -298,7 +319,7 @@ private:
       } catch (const Error &) {
       }
       forget_master();
-      throw UnavailableError(message);
+      throw Disowned(message);
     }
     Lease lease;
     lease.name = request.name;
