@@ -354,7 +354,10 @@ private:
     return bytes;
   }
 
+  // Under Sentinel: drops the connection, so that the next request asks
+  // the sentinels for the master anew.
   void forget_master() {
+    if (m_sentinels.empty()) return;
     if (m_main) m_main->close();
     m_main.reset();
     m_address = {};
