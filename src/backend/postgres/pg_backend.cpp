@@ -1,6 +1,7 @@
 #include "backend/postgres/pg_backend.hpp"
 
 #include "backend/postgres/pg_connection.hpp"
+#include "backend/postgres/pg_session.hpp"
 #include "core/error.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
@@ -10,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 namespace dlock::backend::postgres {
@@ -54,24 +54,11 @@ std::optional<nlohmann::json> note_in(const std::string &query) {
   return doc;
 }
 
-// Server-side TCP keepalives (whole seconds) that give up on a vanished
-// client after about `ttl` of silence, never sooner: the client stops its
-// job before its own deadline, and only then may the server free the lock.
-struct Keepalive {
-  long idle, interval, count;
-};
-Keepalive keepalive_for(Millis ttl) {
-  long total = std::max<long>(2, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
-  Keepalive k{0, std::max<long>(1, total / 6), 3};
-  k.idle = std::max<long>(1, total - k.interval * k.count);
-  return k;
-}
-
 class PostgresBackend : public TakingBackend {
 public:
   explicit PostgresBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {}
 
-  RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
+  RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) {
@@ -83,17 +70,35 @@ public:
     auto sent = SteadyClock::now();
     auto by = sent + m_config.connect_timeout;
     if (answer_by) by = std::min(by, *answer_by);
+    std::optional<Millis> retime = server_ttl_for(node.server_ttl, node.deadline, ttl, sent);
+    std::string sql = "SELECT 1";
+    std::vector<std::string> params;
+    if (retime) {
+      Keepalive k = keepalive_for(*retime);
+      sql = "SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false), "
+            "set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)";
+      params = {std::to_string(k.idle), std::to_string(k.interval), std::to_string(k.count),
+                std::to_string(k.user_timeout.count())};
+    }
     try {
       // query() first reads the answer to the note sent at acquisition
       // (usually there already): it says nothing about the session now.
-      Rows rows = node.connection->query("SELECT 1" + node.note, {}, by);
+      // A renewal that changes the keepalives and goes unanswered leaves
+      // the server with either setting: the next one sets it again.
+      if (retime) node.server_ttl = Millis(0);
+      Rows rows = node.connection->query(sql + node.note, params, by);
       if (!rows.ok()) {
         result.reason = rows.error;
         return result;
       }
+      if (retime) {
+        node.server_ttl = *retime;
+        node.connection->set_keepalive(keepalive_for(*retime));
+      }
       result.outcome = RenewOutcome::renewed;
-      result.ttl = node.ttl;
+      result.ttl = ttl;
       result.sent_at = sent;
+      node.deadline = std::max(node.deadline, sent + ttl);
     } catch (const SessionGone &gone) {
       result.outcome = RenewOutcome::lost;
       result.reason = fmt::format("the PostgreSQL session ended ({}): its advisory lock went with it", gone.what());
@@ -208,7 +213,11 @@ private:
     std::unique_ptr<PgConnection> connection;
     std::string key; // advisory_key, in decimal
     std::string note;
-    Millis ttl{};
+    // The T the server's keepalives give the session after the last thing
+    // it heard from us (0: unknown, a change of it went unanswered).
+    Millis server_ttl{};
+    // The latest t0 + T promised to the caller.
+    SteadyClock::time_point deadline{};
   };
 
   struct Found {
@@ -230,9 +239,7 @@ private:
         m_config.url.original,      application_name.substr(0, 63), "1",
         std::to_string(k.idle),     std::to_string(k.interval),     std::to_string(k.count),
         std::to_string(ttl.count())};
-    std::string options = fmt::format("-c tcp_keepalives_idle={} -c tcp_keepalives_interval={} -c "
-                                      "tcp_keepalives_count={} -c tcp_user_timeout={}",
-                                      k.idle, k.interval, k.count, ttl.count());
+    std::string options = startup_options(k);
     if (auto given = m_config.url.query.find("options"); given != m_config.url.query.end())
       options = given->second + " " + options;
     keywords.push_back("options");
@@ -269,10 +276,12 @@ private:
     // writes no WAL commits without flushing it, and after a crash its xid
     // would be handed out again. The (empty, transactional) logical message
     // makes the commit wait for the flush, so a fence never repeats.
+    // The same statement applies the session settings that the startup
+    // options could not (the subquery's row is computed, lock or not).
     auto sent = SteadyClock::now();
     Rows rows = connection->query(fmt::format("SELECT txid_current(), pg_logical_emit_message(true, 'dlock', '') FROM "
-                                              "(SELECT pg_try_advisory_lock({}) AS ok OFFSET 0) s WHERE ok{}",
-                                              k_key, comment),
+                                              "(SELECT pg_try_advisory_lock({}) AS ok{} OFFSET 0) s WHERE ok{}",
+                                              k_key, session_settings(connection->server_version()), comment),
                                   {key}, round_trip());
     if (!rows.ok()) fail(rows);
     if (rows.rows.empty()) {
@@ -280,10 +289,10 @@ private:
       // Block server-side, bounded by lock_timeout = what is left of --wait.
       long long left = 0; // 0: no limit
       if (deadline) left = std::max<long long>(1, std::chrono::ceil<Millis>(*deadline - SteadyClock::now()).count());
-      // statement_timeout would end the wait early with another error.
-      Rows set = connection->query("SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', "
-                                   "'0', false)",
-                                   {std::to_string(left) + "ms"}, round_trip());
+      // (statement_timeout, which would end the wait early with another
+      // error, is off: see startup_options.)
+      Rows set = connection->query("SELECT set_config('lock_timeout', $1, false)", {std::to_string(left) + "ms"},
+                                   round_trip());
       if (!set.ok()) fail(set);
       sent = SteadyClock::now();
       auto client_deadline = deadline ? *deadline + m_config.connect_timeout : SteadyClock::time_point::max();
@@ -294,6 +303,12 @@ private:
           {key}, client_deadline, interrupt->fd());
       if (!rows.ok() && rows.sqlstate == "57014" && interrupt->requested())
         return {AcquireOutcome::interrupted, std::nullopt, interrupt->requested()};
+      // Cancelled by someone else (pg_cancel_backend): neither busy nor
+      // held. The lock may have been granted just before, but fail() ends
+      // the session with `connection`, and the lock with it.
+      if (!rows.ok() && rows.sqlstate == "57014")
+        throw UnavailableError(
+            fmt::format("{}: the wait for the lock was cancelled on the server ({})", m_label, rows.error));
       if (!rows.ok() && rows.sqlstate == "55P03") {
         // lock_timeout fired: the lock may have been granted at that very
         // moment, and a session lock outlives the failed statement.
@@ -320,7 +335,7 @@ private:
     std::string note = note_comment(note_for(request, fence));
     connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
-    m_held[token] = Held{std::move(connection), key, note, request.ttl};
+    m_held[token] = Held{std::move(connection), key, note, request.ttl, sent + request.ttl};
     Lease lease;
     lease.name = request.name;
     lease.token = token;

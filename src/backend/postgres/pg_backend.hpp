@@ -11,11 +11,13 @@ namespace dlock::backend::postgres {
 // postgres:// and postgresql:// (any libpq URI; PG* variables and .pgpass
 // honoured): a session-level advisory lock on a 64-bit key derived from
 // namespace and name, one server session per held lock. Waiters block
-// server-side (pg_advisory_lock under lock_timeout). T is --ttl: renewals
-// are round trips on the lock's session, and the server's TCP keepalives
-// are set so that it frees a vanished client's lock after about T, never
-// sooner. The fence is txid_current() at acquisition. libpq is loaded with
-// dlopen on first use.
+// server-side (pg_advisory_lock under lock_timeout). T is --ttl (or what a
+// renewal asks for): renewals are round trips on the lock's session, and
+// the server's TCP keepalives are set (anew when T changes) so that it
+// frees a vanished client's lock after about T, never sooner; settings
+// that would end the session or a statement sooner are turned off for it.
+// The fence is txid_current() at acquisition. libpq is loaded with dlopen
+// on first use.
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config);
 
 // The documented advisory-lock key of `key_text` ("NS NAME"): the first 8

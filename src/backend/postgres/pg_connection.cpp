@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 namespace dlock::backend::postgres {
 
@@ -107,6 +110,23 @@ PgConnection::~PgConnection() {
 int PgConnection::socket() const { return libpq().socket(m_conn); }
 int PgConnection::server_version() const { return libpq().serverVersion(m_conn); }
 int PgConnection::backend_pid() const { return libpq().backendPID(m_conn); }
+
+void PgConnection::set_keepalive(const Keepalive &keepalive) {
+  int fd = socket();
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (fd < 0 || getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0 ||
+      (address.ss_family != AF_INET && address.ss_family != AF_INET6))
+    return;
+  auto set = [fd](int option, long value) {
+    int number = static_cast<int>(std::min<long>(value, 0x7fffffff));
+    setsockopt(fd, IPPROTO_TCP, option, &number, sizeof number);
+  };
+  set(TCP_KEEPIDLE, keepalive.idle);
+  set(TCP_KEEPINTVL, keepalive.interval);
+  set(TCP_KEEPCNT, keepalive.count);
+  set(TCP_USER_TIMEOUT, keepalive.user_timeout.count());
+}
 
 void PgConnection::gone(const std::string &what) {
   m_broken = true;

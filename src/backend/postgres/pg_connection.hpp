@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/postgres/pg_session.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
@@ -54,6 +55,10 @@ public:
   // (and drops) it first, as it does the late answer of one that timed out.
   void send(const std::string &sql, const std::vector<std::string> &params);
   int socket() const;
+  // Sets the client's end of a TCP connection to `keepalive` (a UNIX
+  // socket has none: nothing to do). Best effort: this end only decides
+  // how soon dlock gives up on a server that vanished.
+  void set_keepalive(const Keepalive &keepalive);
   int server_version() const;
   int backend_pid() const;
   bool broken() const { return m_broken; }

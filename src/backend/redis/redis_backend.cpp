@@ -2,6 +2,7 @@
 
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
+#include "backend/redis/nodes.hpp"
 #include "backend/redis/scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -20,6 +21,13 @@ namespace dlock::backend::redis {
 namespace {
 
 constexpr int k_default_sentinel_port = 26379;
+
+// The sentinels disowned the server that just granted a lock: a failover
+// is under way (69 where nobody waits).
+class Disowned : public UnavailableError {
+public:
+  using UnavailableError::UnavailableError;
+};
 
 class RedisBackend : public Backend {
 public:
@@ -78,11 +86,16 @@ public:
     // be followed by a wait is made while subscribed: a release published
     // between that attempt and the wait is already in the socket, not lost.
     AcquireCommand command = acquire_command(request, keys);
-    if (Attempt first = attempt_once(request, command); first.lease)
-      return {AcquireOutcome::acquired, std::move(first.lease), 0};
+    try {
+      if (Attempt first = attempt_once(request, command); first.lease)
+        return {AcquireOutcome::acquired, std::move(first.lease), 0};
+    } catch (const Disowned &away) {
+      // A failover under way: wait for it like for any other holder.
+      detail(1, "waiting on '{}': {}", request.name, away.what());
+    }
     if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-    Connection subscriber(master(), m_options);
-    bool subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+    auto subscriber = std::make_unique<Connection>(master(), m_options);
+    bool subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
     bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
@@ -91,7 +104,16 @@ public:
       if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
       Attempt attempt;
       try {
-        if (pubsub && !subscribed) subscribed = subscribe(subscriber, keys.channel, subscriber.round_trip_deadline());
+        if (pubsub && !subscribed) {
+          // Under Sentinel the channel is the master's of now, asked anew
+          // (a release on a new master reaches the old one only while
+          // that replicates from it, and not at all once it is gone).
+          if (!m_sentinels.empty()) {
+            forget_master();
+            subscriber = std::make_unique<Connection>(master(), m_options);
+          }
+          subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
+        }
         attempt = attempt_once(request, command);
         backoff.reset();
       } catch (const UnavailableError &away) {
@@ -108,12 +130,12 @@ public:
       if (deadline) wake = std::min(wake, *deadline);
       if (subscribed) {
         try {
-          subscriber.read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
+          subscriber->read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
         } catch (const UnavailableError &lost) {
           // Resubscribed before the next attempt (a release published in
           // between is then not missed).
           detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
-          subscriber.close();
+          subscriber->close();
           subscribed = false;
         }
       } else {
@@ -128,6 +150,14 @@ public:
     result.sent_at = SteadyClock::now();
     Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())}, answer_by);
     if (reply.integer == 1) {
+      // Under Sentinel a server that was master when it extended the lease
+      // may have been replaced meanwhile: its extension then never reaches
+      // the new master, where the lock runs out.
+      if (std::string why = sentinels_disown(answer_by); !why.empty()) {
+        result.reason = fmt::format("the renewal went to {}, but {}", m_address.display(), why);
+        forget_master();
+        return result;
+      }
       result.outcome = RenewOutcome::renewed;
       result.ttl = ttl;
     } else {
@@ -279,6 +309,18 @@ private:
       attempt.holder_pttl = reply.elements[1].integer;
       return attempt;
     }
+    if (std::string why = sentinels_disown(std::nullopt); !why.empty()) {
+      // Taken on a server that is no longer the master: let it go there
+      // (best effort) and try again on the one the sentinels name.
+      std::string message =
+          fmt::format("{}: took lock '{}' on {}, but {}", m_label, request.name, m_address.display(), why);
+      try {
+        m_main->call_formatted(release_command(request.name, command.token));
+      } catch (const Error &) {
+      }
+      forget_master();
+      throw Disowned(message);
+    }
     Lease lease;
     lease.name = request.name;
     lease.token = command.token;
@@ -295,8 +337,79 @@ private:
     // authenticated with "Protocol error: unauthenticated ..." and drops
     // the connection.
     if (reply.is_error() && reply.str.find("unauthenticated") != std::string::npos && m_main) m_main->close();
+    // A replica (a master demoted by a failover) answers READONLY: under
+    // Sentinel the closed connection makes main() ask the sentinels again.
+    // After a protocol error the connection's state is unknown.
+    if (reply.is_error() && m_main &&
+        (reply.error_code() == "READONLY" || reply.str.find("READONLY") != std::string::npos ||
+         reply.str.rfind("Protocol error", 0) == 0 || reply.str.rfind("ERR Protocol error", 0) == 0))
+      m_main->close();
     return check_reply(std::move(reply), m_label);
   }
+
+  std::string release_command(const std::string &name, const std::string &token) const {
+    Keys keys = keys_for(name);
+    std::string bytes;
+    append_command(bytes, script_command(lua::release, keys, {token, keys.channel}));
+    return bytes;
+  }
+
+  // Under Sentinel: drops the connection, so that the next request asks
+  // the sentinels for the master anew.
+  void forget_master() {
+    if (m_sentinels.empty()) return;
+    if (m_main) m_main->close();
+    m_main.reset();
+    m_address = {};
+  }
+
+  // Under Sentinel, after a request to m_address that changed a lease:
+  // empty if the sentinels still name m_address as the master, with no
+  // failover in progress; else why not (the caller then drops the
+  // connection with forget_master(), so that the next request asks them
+  // anew). Every sentinel of the URL is asked at once; one at least must
+  // answer, and every answer must agree. The leader of a failover
+  // flags it before it promotes a replica, so a lease that the old master
+  // extended after the promotion never counts while the leader answers.
+  std::string sentinels_disown(std::optional<Deadline> answer_by) {
+    if (m_sentinels.empty()) return {};
+    if (!m_sentinel_nodes) m_sentinel_nodes = std::make_unique<Nodes>(m_sentinels, sentinel_options());
+    std::string request;
+    append_command(request, {"SENTINEL", "master", m_master_name});
+    Deadline deadline = Clock::now() + m_options.timeout;
+    if (answer_by) deadline = std::min(deadline, *answer_by);
+    // Once most have answered (or failed), a sentinel that is slow to
+    // answer gets only a little longer: it must not hold up every renewal.
+    auto most_done = [majority = m_sentinel_nodes->majority()](const std::vector<NodeAnswer> &so_far) {
+      return static_cast<std::size_t>(std::count_if(so_far.begin(), so_far.end(),
+                                                    [](const NodeAnswer &answer) { return answer.done; })) >= majority;
+    };
+    std::vector<NodeAnswer> answers = m_sentinel_nodes->exchange_all(request, 1, deadline, most_done, Millis(50));
+    std::size_t agreeing = 0;
+    std::string why;
+    for (std::size_t i = 0; i < answers.size() && why.empty(); ++i) {
+      if (!answers[i].answered()) continue;
+      std::map<std::string, std::string> fields;
+      const Reply &reply = answers[i].replies.front();
+      for (std::size_t k = 0; k + 1 < reply.elements.size(); k += 2)
+        fields[reply.elements[k].str] = reply.elements[k + 1].str;
+      std::string sentinel = m_sentinel_nodes->address(i);
+      if (fields["flags"].find("failover_in_progress") != std::string::npos)
+        why = fmt::format("sentinel {} reports a failover of '{}' in progress", sentinel, m_master_name);
+      else if (fields["ip"] != m_address.host || to_integer(fields["port"]) != m_address.port)
+        why = fmt::format("sentinel {} now names {}:{} as master '{}'", sentinel, fields["ip"], fields["port"],
+                          m_master_name);
+      else
+        ++agreeing;
+    }
+    if (why.empty() && agreeing == 0)
+      why = fmt::format("none of the {} sentinels confirmed it as master '{}' in time", m_sentinel_nodes->size(),
+                        m_master_name);
+    if (!why.empty()) detail(1, "{}: {}", m_label, why);
+    return why;
+  }
+
+  ConnectionOptions sentinel_options() const { return ConnectionOptions{m_options.timeout, {}, {}, 0, m_options.tls}; }
 
   // The address of the server to lock on: the URL's, or the master the
   // sentinels name (asked once per dlock process).
@@ -306,7 +419,7 @@ private:
     std::vector<std::string> failures;
     for (const Address &sentinel : m_sentinels) {
       try {
-        Connection connection(sentinel, ConnectionOptions{m_options.timeout, {}, {}, 0, m_options.tls});
+        Connection connection(sentinel, sentinel_options());
         Reply reply = connection.call({"SENTINEL", "get-master-addr-by-name", m_master_name});
         if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
           m_address = parse_address(reply.elements[0].str, k_default_port);
@@ -329,10 +442,7 @@ private:
     // After a failure under Sentinel, ask again who the master is: a
     // failover may have happened. (A lease the old master granted survives
     // on the new one only if it was replicated in time.)
-    if (m_main && !m_main->is_open() && !m_sentinels.empty()) {
-      m_main.reset();
-      m_address = {};
-    }
+    if (m_main && !m_main->is_open() && !m_sentinels.empty()) forget_master();
     if (!m_main) m_main = std::make_unique<Connection>(master(), m_options);
     if (m_check_role) {
       // Sentinel may name a master that has just been demoted: ask it.
@@ -368,6 +478,7 @@ private:
   std::string m_master_name;
   bool m_check_role = false;
   std::unique_ptr<Connection> m_main;
+  std::unique_ptr<Nodes> m_sentinel_nodes; // under Sentinel: every sentinel of the URL, for sentinels_disown()
 };
 
 } // namespace
