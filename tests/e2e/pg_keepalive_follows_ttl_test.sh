@@ -60,7 +60,8 @@ wait_until -t 3 at_least 1.5 || fail "acquire --ttl 12s: the server's first keep
 capture "${DL[@]}" renew x "$token" --ttl 60s --json
 [ "$rc" = 0 ] || fail "renew x TOKEN --ttl 60s exited $rc; stderr: $err"
 granted=$(printf '%s' "$out" | json 'd["ttl_ms"]')
-[ "$granted" = 60000 ] || fail "renew --ttl 60s --json printed ttl_ms $granted"
+# ttl_ms is what is left of the granted lease when it is printed.
+[ "$granted" -le 60000 ] && [ "$granted" -ge 55000 ] || fail "renew --ttl 60s --json printed ttl_ms $granted"
 # T = 60s: probes 10 s apart after 30 s; the keeper renews every 20 s.
 wait_until -t 3 at_least 9 || fail "after renew --ttl 60s the server's next keepalive probe is due in '$(keepalive_left)' s, expected 10 to 30: its keepalives still follow acquire's --ttl 12s"
 
