@@ -6,17 +6,51 @@ The wrapper runs with --peer-links: members reach each other only through
 scripts/peer_links.py, which black-holes every link of the isolated member
 (no FIN, no RST); clients connect to the members directly. Each fault picks
 the member that a running holder's dlock is connected to (found from its
-socket), or, every other time, the leader: a follower cut off from its
-leader still answers reads from its memory, a leader cut off from its
-followers still answers a sync by itself until it steps down."""
+socket; the leader if none is found), a follower or the leader as the
+clients spread: a follower cut off from its leader still answers reads
+from its memory, a leader cut off from its followers still answers a sync
+by itself until it steps down. Never the member the zk observer reads from:
+it would see that member's stale state (etcd's observer reads
+linearizably, from any member that can answer)."""
 
 import os
 import random
 import time
 
-from .procs import environ
+from .procs import children, environ
 from .scenarios import PAUSE_S, register
 from .server_faults import EXIT_GRACE_S, ServerFault
+
+
+# a job that will run on this long: past the moment the leader expires the
+# session of a holder cut off now (T = 2 s)
+LONG_JOB_LEFT_S = 2.5
+
+
+def job_age(pid):
+    """Seconds since process PID started (0 if unknown)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        return up - start / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def job_left(pid):
+    """Seconds the job PID (tests/chaos/job.sh) will still sleep before it
+    writes: its `sleep D` child's D minus that child's age (0 if none)."""
+    for child in children(pid):
+        try:
+            with open("/proc/%d/cmdline" % child, "rb") as f:
+                argv = f.read().split(b"\0")
+            if argv[0].endswith(b"sleep") and len(argv) > 1:
+                return float(argv[1]) - job_age(child)
+        except (OSError, ValueError):
+            continue
+    return 0.0
 
 
 def _socket_inodes(pid):
@@ -57,6 +91,8 @@ def connected_member(pid, ports):
 class ServerIsolated(ServerFault):
     name = "server-isolated"
     kind = "isolated"
+    gap_s = (0.2, 0.4)
+    first_fault_s = 0.3
 
     def applies(self, backend):
         return backend in ("zk", "etcd")
@@ -67,31 +103,59 @@ class ServerIsolated(ServerFault):
     def topology(self, backend):
         return "cluster-links"
 
+    def setup(self, cell):
+        # half the jobs hold the lock up to 6 s: a cut-off holder's job then
+        # runs past the moment the leader expires its lease
+        cell.env.update(CHAOS_LONG_PCT="50", CHAOS_LONG_MS="6000")
+
     def inject(self, cell):
-        """Once a client's job runs (waiting at most 2 s for one): cut off the
-        member its dlock talks to, or the leader every other fault."""
+        """Cut off the member a running holder's dlock talks to. Two faults
+        in three want a holder on a follower (the member answers reads from
+        memory while the leader expires the holder's session and a waiter on
+        another member takes the lock), the third a holder on the leader;
+        the holder's job must still have LONG_JOB_LEFT_S to run. After
+        3 s of looking (less near the end of the cell, so that a quick cell
+        of 8 s gets two faults) any holder will do, 0.5 s later the leader
+        is cut off."""
         now = time.monotonic()
+        if not hasattr(cell, "isolation_end"):
+            cell.isolation_end = now - self.first_fault_s + cell.args.duration
         since = getattr(cell, "fault_wait_since", None)
         if since is None:
             since = cell.fault_wait_since = now
-        holder = None
+            cell.isolation_leader = None
+        # up to 3 s for a suitable holder, less near the end of the cell
+        choosy = min(3.0, max(0.2, cell.isolation_end - 0.6 - since))
+        count = getattr(cell, "isolations", 0)
+        # asked once per fault (etcd: an etcdctl call), not at every look
+        leader = cell.isolation_leader = cell.isolation_leader or cell.server.target()
+        if leader is None:
+            return 0.2
+        want_leader = count % 3 == 2
+        ports = cell.server.client_ports()
+        # the observer (a kazoo session in this process) must keep an
+        # up-to-date view: its member is never cut off
+        spared = connected_member(os.getpid(), ports) if cell.backend == "zk" else None
+        holder = member = None
         for c in cell.clients:
             h = c.holder()
-            if h:
-                holder = h
+            if not h:
+                continue
+            m = connected_member(h[0], ports)
+            if m is None or m == spared:
+                continue
+            suits = job_left(h[1]) >= LONG_JOB_LEFT_S and (m == leader) == want_leader
+            if suits or now - since >= choosy:
+                holder, member = h, m
                 break
-        if holder is None and now - since < 2.0:
-            return 0.005
-        count = getattr(cell, "isolations", 0)
-        member = None
-        if holder is not None and count % 2 == 0:
-            member = connected_member(holder[0], cell.server.client_ports())
-        if member is None:
-            member = cell.server.target()
-        if member is None:
-            return 0.2
+        if holder is None:
+            if now - since < choosy + 0.5:
+                return 0.005
+            member = leader if leader != spared else random.choice(
+                [m for m in range(1, len(ports) + 1) if m != spared])
         cell.fault_wait_since = None
         cell.isolations = count + 1
+        via = "leader" if member == leader else "follower"
         section = environ(holder[0]).get("CHAOS_SECTION") if holder is not None else None
         t0, m0 = time.time(), time.monotonic()
         cell.server.isolate(member)
@@ -100,7 +164,7 @@ class ServerIsolated(ServerFault):
         finally:
             cell.server.heal()
         cell.faults.append({"kind": self.kind, "member": member, "start": t0,
-                            "end": time.time(), "holder": section,
+                            "end": time.time(), "holder": section, "role": via,
                             "ms": round((time.monotonic() - m0) * 1000)})
         return random.uniform(*self.gap_s)
 
