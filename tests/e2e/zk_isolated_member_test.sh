@@ -13,8 +13,9 @@ SCENARIO="zookeeper: a member cut off from its peers cannot keep a lock"
 . "$(dirname "$0")/lib.sh"
 use_zookeeper
 
-[ "${DLOCK_TEST_ZK_ENSEMBLE:-1}" = 3 ] && [ -n "${DLOCK_TEST_ZK_HEAL:-}" ] ||
+if [ "${DLOCK_TEST_ZK_ENSEMBLE:-1}" != 3 ] || [ -z "${DLOCK_TEST_ZK_HEAL:-}" ]; then
   fail "run this test under scripts/with-zookeeper --ensemble 3 --peer-links --tick 200"
+fi
 name=isolated.job
 read -ra ports <<<"$DLOCK_TEST_ZK_PORTS"
 
@@ -32,6 +33,7 @@ url_b=zk://127.0.0.1:${ports[$((other - 1))]}
 echo "leader $leader; holder A on member $follower, waiter B on member $other"
 
 # A job that notes the time every 10 ms until it is stopped.
+# shellcheck disable=SC2016 # expanded by the job's bash
 job='while :; do date +%s%3N >>"$1"; sleep 0.01; done'
 
 "$DLOCK_BIN" -b "$url_a" run --ttl 1s --kill-after 200ms -vv "$name" -- bash -c "$job" job "$tmpdir/a.alive" \

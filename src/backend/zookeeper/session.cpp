@@ -340,9 +340,8 @@ CallPtr Session::confirm(const std::string &path) {
   call->scratch = result;
   zoo_op_t check;
   zoo_check_op_init(&check, path.c_str(), -1);
-  return submit(call, [&](const void *holder) {
-    return zoo_amulti(m_handle, 1, &check, result.get(), &on_void, holder);
-  });
+  return submit(call,
+                [&](const void *holder) { return zoo_amulti(m_handle, 1, &check, result.get(), &on_void, holder); });
 }
 
 void Session::note_confirmed(SteadyClock::time_point sent_at) {

@@ -152,7 +152,7 @@ private:
   mutable std::atomic<bool> m_stalled{false}; // the last wait for an answer gave up
   mutable std::mutex m_mutex;
   std::vector<NodeEvent> m_node_events;
-  SteadyClock::time_point m_created_at; // the connection attempt began
+  SteadyClock::time_point m_created_at;            // the connection attempt began
   std::deque<SteadyClock::time_point> m_confirmed; // ascending
 };
 
