@@ -170,6 +170,9 @@ Session::Session(const SessionOptions &options) : m_options(options) {
     g_refused = 0;
   }
   auto timeout_ms = static_cast<int>(std::clamp<Millis::rep>(options.session_timeout.count(), 1, 1 << 30));
+  // The leader starts the session's clock when it creates the session,
+  // after this.
+  m_created_at = SteadyClock::now();
   {
     SignalsBlocked quiet;
     m_handle = zookeeper_init2(options.hosts.c_str(), &Session::on_watch, timeout_ms, nullptr, this, 0, &on_log);
@@ -329,6 +332,37 @@ CallPtr Session::get(const std::string &path, bool watch) {
 CallPtr Session::children(const std::string &path) {
   return submit(
       start(), [&](const void *holder) { return zoo_aget_children2(m_handle, path.c_str(), 0, &on_children, holder); });
+}
+
+CallPtr Session::confirm(const std::string &path) {
+  CallPtr call = start();
+  auto result = std::make_shared<zoo_op_result_t>();
+  call->scratch = result;
+  zoo_op_t check;
+  zoo_check_op_init(&check, path.c_str(), -1);
+  return submit(call,
+                [&](const void *holder) { return zoo_amulti(m_handle, 1, &check, result.get(), &on_void, holder); });
+}
+
+void Session::note_confirmed(SteadyClock::time_point sent_at) {
+  if (!m_confirmed.empty() && sent_at <= m_confirmed.back()) return;
+  m_confirmed.push_back(sent_at);
+  // Keep the newest entry at least T/3 older than the latest, and the ones after it.
+  auto spacing = negotiated_timeout() / 3;
+  while (m_confirmed.size() > 2 && m_confirmed[1] <= sent_at - spacing)
+    m_confirmed.pop_front();
+}
+
+SteadyClock::time_point Session::lease_start() const {
+  if (m_confirmed.empty()) return m_created_at;
+  auto limit = m_confirmed.back() - negotiated_timeout() / 3;
+  for (auto it = m_confirmed.rbegin(); it != m_confirmed.rend(); ++it)
+    if (*it <= limit) return std::max(*it, m_created_at);
+  return m_created_at;
+}
+
+SteadyClock::time_point Session::latest_confirmation() const {
+  return m_confirmed.empty() ? m_created_at : std::max(m_confirmed.back(), m_created_at);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,7 @@ struct Call {
   NodeStat stat;
   std::string value;                 // get: the data; create: the created path
   std::vector<std::string> children; // children
+  std::shared_ptr<void> scratch;     // what the client fills in at completion (multi results)
   SteadyClock::time_point sent_at{};
   int notify_fd = -1;
   bool done() const { return finished.load(std::memory_order_acquire); }
@@ -88,6 +90,32 @@ public:
   CallPtr exists(const std::string &path, bool watch = false);
   CallPtr get(const std::string &path, bool watch = false);
   CallPtr children(const std::string &path);
+  // A write that changes nothing: a multi with one version check of `path`
+  // (any version). Like every write it is committed by a quorum through the
+  // current leader, so its answer shows our session alive in the leader's
+  // view. A member cut off from its leader cannot answer it, nor can a
+  // leader that lost its quorum (a sync or a read either could: a leader
+  // answers a sync by itself). rc is ZNONODE if the node is gone.
+  CallPtr confirm(const std::string &path);
+
+  // The lease that the leader's view of this session guarantees. The leader
+  // expires a session T after the last request of it that it heard of, and
+  // a member reports its clients' requests to the leader only in its
+  // answers to the leader's pings (every tickTime/2). A write committed
+  // through the leader shows the session alive there, but
+  // the member may be cut off before its next ping answer: the leader then
+  // counts from an earlier request. So a confirmation at t counts from the
+  // last one sent at least T/3 before it (ZooKeeper negotiates T >= 2
+  // tickTime, so a ping came in between), or from the session's creation,
+  // which the leader itself timed.
+  //
+  // note_confirmed: a write sent at `sent_at` (our node's creation, a
+  // confirm()) succeeded.
+  void note_confirmed(SteadyClock::time_point sent_at);
+  // t0 of the safety timeline after the latest confirmation.
+  SteadyClock::time_point lease_start() const;
+  // The send time of the latest confirmation (the session's creation if none).
+  SteadyClock::time_point latest_confirmation() const;
 
   // Waits until `call` is done, `deadline` passes or `interrupt_fd` (may be
   // -1) becomes readable. Returns whether it is done.
@@ -124,6 +152,8 @@ private:
   mutable std::atomic<bool> m_stalled{false}; // the last wait for an answer gave up
   mutable std::mutex m_mutex;
   std::vector<NodeEvent> m_node_events;
+  SteadyClock::time_point m_created_at;            // the connection attempt began
+  std::deque<SteadyClock::time_point> m_confirmed; // ascending
 };
 
 // The ZooKeeper error name of `rc`, e.g. "connection loss".

@@ -87,17 +87,36 @@ public:
     }
     Session &session = *m_session;
     session.drain_news();
+    // The member answers a read from its own memory, even when it has lost
+    // its leader, which may have expired the session meanwhile: only a
+    // write shows the leader's view. The read after it (same round trip)
+    // re-arms the watch on our node.
+    CallPtr write = session.confirm(held->second.path);
     CallPtr call = session.exists(held->second.path, true);
     auto by = session.round_trip_deadline();
     if (answer_by) by = std::min(by, *answer_by);
     if (!session.wait(*call, by)) {
-      result.reason = "no answer from ZooKeeper";
+      result.reason = "no answer from ZooKeeper (or its member cannot reach the leader)";
       return result;
     }
-    if (call->rc == ZOK && call->stat.ephemeral_owner == session.id()) {
+    if (write->rc == ZOK && call->rc == ZOK && call->stat.ephemeral_owner == session.id()) {
+      session.note_confirmed(write->sent_at);
+      // Reported from the send time of this renewal, so the next one comes
+      // T'/3 after it; T' ends where the lease as the leader sees it does.
+      auto start = session.lease_start();
       result.outcome = RenewOutcome::renewed;
-      result.ttl = session.negotiated_timeout();
-      result.sent_at = call->sent_at;
+      result.ttl = std::chrono::duration_cast<Millis>(session.negotiated_timeout() - (write->sent_at - start));
+      result.ttl = std::max(result.ttl, Millis(1));
+      result.sent_at = write->sent_at;
+      return result;
+    }
+    if (write->rc == ZNONODE) {
+      result.outcome = RenewOutcome::lost;
+      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.path);
+      return result;
+    }
+    if (write->rc != ZOK && call->rc == ZOK) {
+      result.reason = fmt::format("ZooKeeper did not confirm our node through its leader ({})", describe(write->rc));
       return result;
     }
     if (call->rc == ZOK || call->rc == ZNONODE) {
@@ -352,7 +371,6 @@ private:
     std::string path;                  // our node
     NodeStat stat;                     // of our node
     std::vector<std::string> children; // of the lock node, seen after ours was created
-    SteadyClock::time_point confirmed; // send time of the last answered request
   };
 
   // Creates the lock node and its parents (container nodes, which the
@@ -391,7 +409,9 @@ private:
       CallPtr list = session.children(lock);
       bool answered = session.wait(*create, create->sent_at + m_config.connect_timeout);
       if (answered && create->rc == ZOK) {
-        Queued queued{create->value, create->stat, {}, create->sent_at};
+        // A write goes through the leader: our session was alive there.
+        session.note_confirmed(create->sent_at);
+        Queued queued{create->value, create->stat, {}};
         CallPtr keep;
         const Call *children = &finish(session, list, "cannot list the lock's queue");
         if (children->rc != ZOK)
@@ -421,11 +441,32 @@ private:
           const Call &mine = read(
               session, [&] { return session.exists(path); }, "cannot read our node", keep_stat);
           if (mine.rc != ZOK) break;
-          return Queued{path, mine.stat, children.children, children.sent_at};
+          return Queued{path, mine.stat, children.children};
         }
       }
     }
     throw UnavailableError(fmt::format("{}: could not join the queue of {}: it kept changing", m_label, lock));
+  }
+
+  // A lease handed out must leave at least T/3 before t0 + T: when the
+  // session's lease_start() is older than 2T/3 (a session reused after a
+  // while, a wait whose checks went unanswered), our node is confirmed
+  // through the leader again, twice if need be, T/3 apart. Throws 69 if the
+  // leader cannot be reached.
+  void confirm_lease(Session &session, const std::string &path) {
+    Millis lease = session.negotiated_timeout();
+    for (int round = 0; round < 3; ++round) {
+      if (SteadyClock::now() < session.lease_start() + lease * 2 / 3) return;
+      auto spaced = session.latest_confirmation() + lease / 3;
+      while (round > 0 && SteadyClock::now() < spaced)
+        session.wait_event(spaced, -1);
+      CallPtr check = session.confirm(path);
+      const Call &call = finish(session, check, "cannot confirm our node through the leader");
+      if (call.rc == ZNONODE)
+        throw UnavailableError(fmt::format("{}: our node {} was deleted (session expired?)", m_label, path));
+      if (call.rc != ZOK) session.fail(call.rc, fmt::format("cannot confirm our node {}", path));
+      session.note_confirmed(call.sent_at);
+    }
   }
 
   void leave(Session &session, const std::string &path) {
@@ -443,10 +484,10 @@ private:
   };
 
   // Waits until `predecessor` changes or goes, the deadline passes or a
-  // signal arrives. Every T/3 it checks that our own node is still there:
-  // that keeps `queued.confirmed` (t0 of the lease we may be handed) fresh,
-  // so the lock can be taken the moment the predecessor goes, without one
-  // more round trip.
+  // signal arrives. Every T/5 it checks, through the leader (a write that
+  // changes nothing), that our own node is still there: that keeps the session's
+  // lease_start() (t0 of the lease we may be handed) fresh, so the lock can
+  // be taken the moment the predecessor goes, without one more round trip.
   Wake wait_for(Session &session, const std::string &predecessor, Queued &queued,
                 std::optional<SteadyClock::time_point> deadline, const Interrupt &interrupt) {
     session.take_node_events();
@@ -455,10 +496,9 @@ private:
         session, [&] { return session.get(predecessor, true); }, "cannot watch the queue", keep);
     if (watch.rc == ZNONODE) return {};
     if (watch.rc != ZOK) session.fail(watch.rc, fmt::format("cannot watch {}", predecessor));
-    queued.confirmed = watch.sent_at;
-    Millis interval = session.negotiated_timeout() / 3;
+    Millis interval = session.negotiated_timeout() / 5;
     CallPtr check;
-    auto next_check = queued.confirmed + interval;
+    auto next_check = session.latest_confirmation() + interval;
     for (;;) {
       if (int signal = interrupt.requested()) return {AcquireOutcome::interrupted, signal, false};
       auto now = SteadyClock::now();
@@ -469,15 +509,15 @@ private:
         if (event.path == predecessor) return {AcquireOutcome::acquired, 0, event.deleted};
       if (check && !check->done() && now >= check->sent_at + m_config.connect_timeout) check.reset(); // ask again
       if (check && check->done()) {
-        if (check->rc == ZOK && check->stat.ephemeral_owner == session.id())
-          queued.confirmed = check->sent_at;
+        if (check->rc == ZOK)
+          session.note_confirmed(check->sent_at);
         else if (check->rc == ZNONODE)
           throw UnavailableError(fmt::format("{}: our node {} was deleted while waiting", m_label, queued.path));
-        // Unanswered (a lost connection): again soon, but not in a loop.
-        next_check = std::max(queued.confirmed + interval, now + Millis(100));
+        // Unanswered (a lost connection, no leader): again soon, but not in a loop.
+        next_check = std::max(session.latest_confirmation() + interval, now + Millis(100));
         check.reset();
       }
-      if (!check && now >= next_check) check = session.exists(queued.path);
+      if (!check && now >= next_check) check = session.confirm(queued.path);
       auto until = next_check;
       if (check) until = std::max(now + Millis(1), check->sent_at + m_config.connect_timeout);
       if (deadline) until = std::min(until, *deadline);
@@ -516,16 +556,18 @@ private:
           // made since has a higher sequence than ours: ours is the head now.
           // (Unless our session was last confirmed too long ago: then the
           // listing below confirms it again.)
-          bool fresh = SteadyClock::now() < queued.confirmed + session.negotiated_timeout() * 2 / 3;
+          bool fresh = SteadyClock::now() < session.lease_start() + session.negotiated_timeout() * 2 / 3;
           if (std::prev(mine) == queue.begin() && fresh) break;
         }
+        // From the member's memory: a prefix of what the leader committed,
+        // and a node below ours, once gone, never comes back.
         CallPtr keep_list;
         const Call &list = read(
             session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep_list);
         if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot list {}", lock));
         queued.children = list.children;
-        queued.confirmed = list.sent_at;
       }
+      confirm_lease(session, queued.path);
     } catch (...) {
       leave(session, queued.path);
       throw;
@@ -541,7 +583,7 @@ private:
     lease.token = token;
     lease.fence = static_cast<std::uint64_t>(queued.stat.czxid);
     lease.ttl = session.negotiated_timeout();
-    lease.confirmed_at = queued.confirmed;
+    lease.confirmed_at = session.lease_start();
     return {AcquireOutcome::acquired, std::move(lease), 0};
   }
 

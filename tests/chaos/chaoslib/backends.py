@@ -23,6 +23,12 @@ WRAPPERS = {
     ("postgres", "single"): ["scripts/with-postgres"],
     ("etcd", "single"): ["scripts/with-etcd"],
     ("etcd", "cluster"): ["scripts/with-etcd", "--cluster", "3"],
+    # the members' peer links through scripts/peer_links.py, which can cut one
+    # off; a zk follower cut off from its leader serves its clients for
+    # syncLimit, here 5 s (ZooKeeper's default is 10 s), longer than the lease
+    ("zk", "cluster-links"): ["scripts/with-zookeeper", "--ensemble", "3", "--peer-links",
+                              "--sync-limit", "5000"],
+    ("etcd", "cluster-links"): ["scripts/with-etcd", "--cluster", "3", "--peer-links"],
 }
 
 
@@ -151,6 +157,21 @@ class ServerControl:
             _run([e["DLOCK_TEST_PG_RESTART"], "--immediate"], timeout=120)
         else:
             raise ValueError(self.backend)
+
+    def _var(self, what):
+        return os.environ["DLOCK_TEST_%s_%s" % ("ZK" if self.backend == "zk" else "ETCD", what)]
+
+    def client_ports(self):
+        """Every member's client port, member 1 first (zk and etcd)."""
+        return [int(p) for p in self._var("PORTS").split()]
+
+    def isolate(self, i):
+        """Cut member I off from its peers (with-* --peer-links), both ways,
+        as a black hole; its clients still reach it."""
+        _run([self._var("ISOLATE_%d" % i)])
+
+    def heal(self):
+        _run([self._var("HEAL")])
 
     def clis(self):
         e = os.environ

@@ -13,6 +13,7 @@ import time
 from . import backends, report, scenarios, server_faults  # noqa: F401 (registers)
 from . import redlock_faults  # noqa: F401 (registers)
 from . import net_faults  # noqa: F401 (registers)
+from . import member_faults  # noqa: F401 (registers)
 from .cell import DLOCK, LONG_SECTIONS, ROOT, Cell
 from .procs import Reaper, log
 
