@@ -60,7 +60,9 @@ bool write_all(int fd, const std::string &text, bool socket = false) {
 }
 
 // Reads one '\n'-terminated line within `timeout`; empty on timeout/EOF.
-std::string read_line(int fd, Millis timeout, const Interrupt *interrupt = nullptr) {
+// `closed`, if given, tells the two apart: true when the peer closed the
+// connection before a whole line came.
+std::string read_line(int fd, Millis timeout, const Interrupt *interrupt = nullptr, bool *closed = nullptr) {
   std::string line;
   auto deadline = SteadyClock::now() + timeout;
   for (;;) {
@@ -75,7 +77,10 @@ std::string read_line(int fd, Millis timeout, const Interrupt *interrupt = nullp
     char buffer[512];
     ssize_t n = read(fd, buffer, sizeof buffer);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return line.find('\n') != std::string::npos ? line : std::string();
+    if (n <= 0) {
+      if (closed) *closed = true;
+      return line.find('\n') != std::string::npos ? line : std::string();
+    }
     line.append(buffer, static_cast<std::size_t>(n));
     if (line.find('\n') != std::string::npos || line.size() > 4096) return line.substr(0, line.find('\n'));
   }
@@ -315,8 +320,12 @@ KeeperReply ask_keeper(const KeeperRequest &request, Millis timeout) {
   // reading even when our request could not be sent.
   bool sent = write_all(connection.get(), format_request(request), true);
   auto left = std::max(Millis(1), std::chrono::duration_cast<Millis>(deadline - SteadyClock::now()));
-  std::string line = read_line(connection.get(), left);
-  if (line.empty() && !sent) return reply;
+  bool closed = false;
+  std::string line = read_line(connection.get(), left, nullptr, &closed);
+  // A keeper that closes without an answer has ended (it ends only once
+  // its lock is gone: released, lost or expired) or died, and with it the
+  // token's hold on the lock: as when no keeper of that name is left.
+  if (line.empty() && (!sent || closed)) return reply;
   if (line.empty()) throw UnavailableError("the lock's keeper process did not answer in time");
   std::optional<KeeperReply> parsed = parse_reply(line);
   if (!parsed) throw Error(ExitCode::internal, "the lock's keeper process gave an answer dlock does not understand");
