@@ -14,6 +14,17 @@ killed. Modes:
                      fast, endless stream of bytes
   redis-drip         answers every command with "$1000000\r\n" and then one
                      byte every 100 ms
+  redis-garbage      answers every command with a line that is not RESP
+  redis-truncated    answers with the start of a bulk string, then closes
+  redis-close        closes the connection when a command arrives
+  redis-other        answers with a reply to another request (an array of
+                     three strings where one string is expected, and
+                     another reply after it)
+  etcd-garbage       answers every HTTP request with a line that is not HTTP
+  etcd-truncated     answers with a Content-Length of 100, 3 bytes, closes
+  etcd-close         closes the connection when a request arrives
+  etcd-other         answers 200 with JSON of another request (a watch
+                     event) where a range or a lease grant is expected
   etcd-huge-length   answers every HTTP request with a huge Content-Length
                      and then a fast, endless stream
   etcd-drip          answers every HTTP request with a Content-Length of a
@@ -96,6 +107,17 @@ def serve_redis(conn):
         raw, _ = read_command(reader)
         if raw is None:
             return
+        if MODE == "redis-garbage":
+            conn.sendall(b"X this is not RESP\r\n")
+            continue
+        if MODE == "redis-truncated":
+            conn.sendall(b"$100\r\nabc")
+            return
+        if MODE == "redis-close":
+            return
+        if MODE == "redis-other":
+            conn.sendall(b"*3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$4\r\nbody\r\n:42\r\n")
+            continue
         if MODE == "redis-huge-bulk":
             stream_forever(conn, b"$2147483647\r\n", b"x" * 65536, 0)
         if MODE == "redis-drip":
@@ -110,6 +132,18 @@ def serve_http(conn):
         if not more:
             return
         data += more
+    if MODE == "etcd-garbage":
+        conn.sendall(b"garbage, not HTTP\r\n\r\n")
+        return
+    if MODE == "etcd-truncated":
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc")
+        return
+    if MODE == "etcd-close":
+        return
+    if MODE == "etcd-other":
+        body = b'{"result":{"events":[{"type":"PUT"}]}}'
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        return
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
     if MODE == "etcd-huge-length":
         stream_forever(conn, head % 99999999999, b"x" * 65536, 0)

@@ -83,6 +83,11 @@ std::string_view Reply::error_code() const {
   return text.substr(0, text.find(' '));
 }
 
+long long Reply::expect_integer(std::string_view where, std::string_view what) const {
+  if (type != Type::integer) throw UnavailableError(fmt::format("{}: unexpected reply to {}", where, what));
+  return integer;
+}
+
 void append_command(std::string &out, std::initializer_list<std::string_view> args) {
   append_range(out, args.size(), args);
 }

@@ -24,6 +24,10 @@ struct Reply {
   bool is_nil() const { return type == Type::nil; }
   // The error's first word ("WRONGPASS", "NOAUTH", "READONLY", ...).
   std::string_view error_code() const;
+  // The integer of an integer reply; any other reply is not from a Redis
+  // running dlock's script (a proxy's, a late one): UnavailableError (69)
+  // "`where`: unexpected reply to `what`", never taken for an answer.
+  long long expect_integer(std::string_view where, std::string_view what) const;
 };
 
 // Appends one command as a RESP array of bulk strings: binary safe, so
