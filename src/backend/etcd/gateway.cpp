@@ -82,6 +82,15 @@ Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path,
   Json answer = Json::parse(response->body, nullptr, false);
   out.answered = true;
   if (response->status == 200 && answer.is_object()) {
+    // Every etcd answer carries its response header (a stream's, such as
+    // a keepalive's, inside "result"): one without it is no answer to this
+    // request (a watch event, a proxy's page) and is never taken for one.
+    auto result = answer.find("result");
+    if (!answer.contains("header") && !(result != answer.end() && result->is_object() && result->contains("header"))) {
+      out.answered = false;
+      out.failure = fmt::format("{}: not an etcd answer to {}", where, path);
+      return out;
+    }
     out.answer = std::move(answer);
     return out;
   }

@@ -116,7 +116,7 @@ private:
   void take_watch_lines(std::vector<WatchEvent> &events);
 
   GatewayOptions m_options;
-  redis::TlsOptions m_tls;
+  net::TlsOptions m_tls;
   std::size_t m_current = 0;                                  // the endpoint that answered last
   std::map<std::size_t, std::string> m_tokens;                // auth token per endpoint, with a user
   std::vector<std::unique_ptr<HttpConnection>> m_connections; // per endpoint, kept alive

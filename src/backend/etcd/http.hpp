@@ -1,9 +1,8 @@
 #pragma once
 
-#include "backend/redis/tls.hpp"
 #include "core/duration.hpp"
 #include "core/net.hpp"
-#include "core/unique_fd.hpp"
+#include "core/stream.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -13,7 +12,9 @@
 #include <vector>
 
 // A small HTTP/1.1 client for etcd's JSON gateway: one keep-alive
-// connection to one endpoint, plain or TLS (redis::TlsStream), POST only.
+// connection to one endpoint, plain or TLS (net::Stream), POST only.
+// Heads are read up to 64 KiB, bodies up to net::k_max_reply, each round
+// trip by its deadline even while bytes keep arriving.
 // Loading libcurl cost more than the rest of a dlock run.
 namespace dlock::backend::etcd {
 
@@ -28,7 +29,7 @@ public:
 
   // `endpoint`: "http://host:port" or "https://host:port" (IPv6 in
   // brackets); throws ConfigError (78) on another. Connects lazily.
-  HttpConnection(const std::string &endpoint, const redis::TlsOptions &tls, Millis connect_timeout);
+  HttpConnection(const std::string &endpoint, const net::TlsOptions &tls, Millis connect_timeout);
   ~HttpConnection();
   HttpConnection(const HttpConnection &) = delete;
   HttpConnection &operator=(const HttpConnection &) = delete;
@@ -53,7 +54,7 @@ public:
   bool read_stream(std::string &out, Deadline until, int wake_fd);
 
   void close();
-  int fd() const { return m_fd.get(); }
+  int fd() const { return m_stream.fd(); }
 
 private:
   enum class Framing { length, chunked, until_close };
@@ -65,21 +66,19 @@ private:
             Deadline deadline, int wake_fd);
   int exchange(const std::string &request, Deadline deadline, int wake_fd);
   void write_all(const std::string &bytes, Deadline deadline);
-  // 1: bytes appended to m_in, 0: end of stream, -1: woken, -2: deadline.
-  int fill(Deadline deadline, int wake_fd);
-  // 1: ready, 0: deadline, -1: woken.
-  int wait(bool for_write, Deadline deadline, int wake_fd);
+  // Reads into m_in until `complete()`, at most `limit` bytes, by
+  // `deadline`: 1 complete, 0: end of stream, -1: woken, -2: deadline.
+  template <typename Complete> int fill(std::size_t limit, Deadline deadline, int wake_fd, Complete &&complete);
   int read_head(Deadline deadline, int wake_fd); // the status, or fill()'s -1/-2
   bool decode(std::string &out);                 // true once the body is complete
   [[noreturn]] void fail(const std::string &message);
   [[noreturn]] void lost(const std::string &message);
 
   net::Address m_address;
-  redis::TlsOptions m_tls_options;
+  net::TlsOptions m_tls_options;
   Millis m_connect_timeout;
   std::string m_where, m_host;
-  UniqueFd m_fd;
-  std::unique_ptr<redis::TlsStream> m_tls;
+  net::Stream m_stream;
   std::string m_in;      // received bytes not yet consumed
   bool m_reused = false; // a response was read on this connection
   bool m_fresh = false;  // no byte of the current response arrived yet

@@ -1,27 +1,18 @@
 #include "backend/postgres/libpq.hpp"
 
-#include "core/error.hpp"
-
-#include <fmt/format.h>
-
-#include <dlfcn.h>
-#include <mutex>
+#include "core/runtime_library.hpp"
 
 namespace dlock::backend::postgres {
 
 namespace {
 
 template <typename Function> void bind(void *handle, Function &target, const char *name) {
-  void *symbol = dlsym(handle, name);
-  if (!symbol) throw ConfigError(fmt::format("libpq.so.5 lacks {}: libpq 12 or later is needed", name));
-  target = reinterpret_cast<Function>(symbol);
+  runtime_library::bind(handle, "libpq.so.5", target, name, ": libpq 12 or later is needed");
 }
 
 Libpq load() {
   // Loaded for good: libpq registers handlers of its own (OpenSSL).
-  void *handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    throw ConfigError(fmt::format("the postgres backend needs libpq (Debian: apt install libpq5): {}", dlerror()));
+  void *handle = runtime_library::open("libpq.so.5", "the postgres backend needs libpq (Debian: apt install libpq5)");
   Libpq api{};
   bind(handle, api.connectStartParams, "PQconnectStartParams");
   bind(handle, api.connectPoll, "PQconnectPoll");
@@ -61,18 +52,8 @@ Libpq load() {
 } // namespace
 
 const Libpq &libpq() {
-  static std::once_flag once;
-  static Libpq api;
-  static std::string failure;
-  std::call_once(once, [] {
-    try {
-      api = load();
-    } catch (const Error &error) {
-      failure = error.what();
-    }
-  });
-  if (!failure.empty()) throw ConfigError(failure);
-  return api;
+  static runtime_library::Loaded<Libpq> loaded(load);
+  return loaded.get();
 }
 
 } // namespace dlock::backend::postgres

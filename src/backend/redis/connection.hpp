@@ -1,9 +1,9 @@
 #pragma once
 
 #include "backend/redis/resp.hpp"
-#include "backend/redis/tls.hpp"
 #include "core/duration.hpp"
 #include "core/net.hpp"
+#include "core/stream.hpp"
 
 #include <chrono>
 #include <memory>
@@ -18,6 +18,7 @@ using Deadline = Clock::time_point;
 
 using net::Address;
 using net::parse_address;
+using net::TlsOptions;
 
 struct ConnectionOptions {
   Millis timeout{2000}; // bounds connecting, and every round trip
@@ -27,10 +28,12 @@ struct ConnectionOptions {
   TlsOptions tls;
 };
 
-// One connection to one Redis server over a socket dlock owns (TCP, unix or
-// TLS); hiredis only parses replies. Connects lazily; after any I/O error
-// or timeout the connection is closed (a late reply must never be taken
-// for the answer to the next command) and the next command reconnects.
+// One connection to one Redis server over a net::Stream (TCP, unix or
+// TLS); hiredis only parses replies. Connects lazily; after any I/O error,
+// timeout or malformed reply the connection is closed (a late reply must
+// never be taken for the answer to the next command, nor a parser left in
+// its error state) and the next command reconnects. A reply is read within
+// the deadline and at most net::k_max_reply bytes.
 // AUTH and SELECT travel in the same write as the first command.
 //
 // Errors are dlock::Error: 69 when the server cannot be reached or does
@@ -58,20 +61,21 @@ public:
   // servers at once: send() queues bytes (connecting first if needed) and
   // writes them; read() waits for the next reply until `deadline`, and
   // returns nullopt if `deadline` passes or `wake_fd` (when >= 0) becomes
-  // readable first. A timeout in read() does not close the connection.
+  // readable first. A timeout in read() does not close the connection; a
+  // malformed or oversized reply does (UnavailableError).
   void send(const std::string &commands, Deadline deadline);
   std::optional<Reply> read(Deadline deadline, int wake_fd = -1);
 
   // Connects now if not connected (TLS handshake included).
   void ensure_connected(Deadline deadline) {
-    if (m_fd < 0) connect(deadline);
+    if (!m_stream.is_open()) connect(deadline);
   }
   void close();
-  bool is_open() const { return m_fd >= 0; }
+  bool is_open() const { return m_stream.is_open(); }
   // Closes the connection if the server has closed its end (it restarted):
   // the next request then connects anew instead of failing. True if so.
   bool drop_if_closed();
-  int fd() const { return m_fd; }
+  int fd() const { return m_stream.fd(); }
   const Address &address() const { return m_address; }
   // "redis at host:port" for messages.
   const std::string &where() const { return m_where; }
@@ -80,17 +84,13 @@ public:
 
 private:
   void connect(Deadline deadline);
-  void connect_socket(Deadline deadline);
   void write_all(const std::string &bytes, Deadline deadline);
-  bool wait_ready(bool for_write, Deadline deadline, int wake_fd);
-  ssize_t spin_recv(char *buffer, std::size_t size);
   [[noreturn]] void fail(const std::string &message);
 
   Address m_address;
   ConnectionOptions m_options;
   std::string m_where;
-  int m_fd = -1;
-  std::unique_ptr<TlsStream> m_tls;
+  net::Stream m_stream;
   ReplyParser m_parser;
   std::string m_prelude; // AUTH / SELECT, sent with the first command
   int m_prelude_replies = 0;

@@ -149,7 +149,7 @@ public:
     RenewResult result;
     result.sent_at = SteadyClock::now();
     Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())}, answer_by);
-    if (reply.integer == 1) {
+    if (reply.expect_integer(m_label, "the renew script") == 1) {
       // Under Sentinel a server that was master when it extended the lease
       // may have been replaced meanwhile: its extension then never reaches
       // the new master, where the lock runs out.
@@ -170,7 +170,8 @@ public:
   ReleaseOutcome release(const Lease &lease) override {
     Keys keys = keys_for(lease.name);
     Reply reply = run_script(lua::release, keys, {lease.token, keys.channel});
-    return reply.integer == 1 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+    return reply.expect_integer(m_label, "the release script") == 1 ? ReleaseOutcome::released
+                                                                     : ReleaseOutcome::not_owner;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {

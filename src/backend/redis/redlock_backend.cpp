@@ -488,7 +488,9 @@ private:
       for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
         if (!fds[i].revents) continue;
         try {
-          while (subscribers[i]->read(SteadyClock::now()))
+          // What has arrived, but never past `wake`: a node that streams
+          // messages without end must not hold this loop.
+          while (SteadyClock::now() < wake && subscribers[i]->read(SteadyClock::now()))
             message = true;
         } catch (const Error &) {
           fds[i].fd = -1; // that node went away; the others and the delay remain

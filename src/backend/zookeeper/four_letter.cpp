@@ -1,36 +1,29 @@
 #include "backend/zookeeper/four_letter.hpp"
 
 #include "core/error.hpp"
+#include "core/stream.hpp"
 
 #include <fmt/format.h>
-
-#include <cerrno>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace dlock::backend::zookeeper {
 
 std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
                              const std::string &where, Millis timeout) {
-  UniqueFd fd = net::connect_tcp(address, deadline, where, timeout);
-  std::string request = word;
-  if (::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
-    throw UnavailableError(errno_message(fmt::format("cannot send to {}", where), errno));
-  std::string answer;
-  char buffer[4096];
-  for (;;) {
-    pollfd item{fd.get(), POLLIN, 0};
-    int ready = ::poll(&item, 1, net::millis_until(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) throw UnavailableError(fmt::format("{}: no answer within {}", where, format_duration(timeout)));
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;
-    answer.append(buffer, static_cast<std::size_t>(n));
-    if (answer.size() > 65536) break;
+  net::Stream stream;
+  stream.connect(address, net::TlsOptions{}, deadline, where, timeout);
+  net::Io io = stream.write_all(word, deadline);
+  if (io == net::Io::data) {
+    // The server answers and closes: everything until the close, at most
+    // 64 KiB (a "mntr" answer is about 1 KiB), by the deadline.
+    std::string answer;
+    io = stream.read_bounded(65536, deadline, -1, [&answer](const char *bytes, std::size_t size) {
+      answer.append(bytes, size);
+      return false;
+    });
+    if (io == net::Io::closed) return answer;
   }
-  return answer;
+  if (io == net::Io::timeout) throw UnavailableError(fmt::format("{}: no answer within {}", where, format_duration(timeout)));
+  throw UnavailableError(fmt::format("{}: {}", where, stream.error()));
 }
 
 std::string line_value(const std::string &text, std::string_view key) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <sys/types.h>
 
-namespace dlock::backend::redis {
+namespace dlock::net {
 
 struct TlsOptions {
   bool enabled = false;
@@ -16,10 +16,11 @@ struct TlsOptions {
   bool insecure = false; // ?insecure=1: no verification at all
 };
 
-// A TLS client session over a connected, non-blocking socket. OpenSSL is
-// loaded with dlopen the first time a rediss:// URL is used, so plain runs
-// never pay for mapping and relocating libssl and libcrypto.
-class TlsStream {
+// A TLS client session over a connected, non-blocking socket (used by
+// net::Stream, not directly). OpenSSL is loaded with runtime_library the
+// first time a TLS URL is used, so plain runs never pay for mapping and
+// relocating libssl and libcrypto.
+class TlsSession {
 public:
   using Deadline = std::chrono::steady_clock::time_point;
 
@@ -27,10 +28,10 @@ public:
   // unless `options.insecure`. Throws dlock::Error: 78 for unusable
   // certificate files, 69 when the handshake fails or does not finish by
   // `deadline`. `where` names the server in messages.
-  TlsStream(int fd, const TlsOptions &options, const std::string &host, Deadline deadline, const std::string &where);
-  ~TlsStream();
-  TlsStream(const TlsStream &) = delete;
-  TlsStream &operator=(const TlsStream &) = delete;
+  TlsSession(int fd, const TlsOptions &options, const std::string &host, Deadline deadline, const std::string &where);
+  ~TlsSession();
+  TlsSession(const TlsSession &) = delete;
+  TlsSession &operator=(const TlsSession &) = delete;
 
   // Non-blocking I/O: bytes moved (>0), 0 at end of stream, or -1 with
   // `wants_write` telling which readiness to poll for. Throws on errors.
@@ -42,4 +43,4 @@ private:
   std::unique_ptr<State> m_state;
 };
 
-} // namespace dlock::backend::redis
+} // namespace dlock::net

@@ -1,7 +1,8 @@
-#include "backend/redis/tls.hpp"
+#include "core/tls.hpp"
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/runtime_library.hpp"
 
 #include <fmt/format.h>
 #include <openssl/err.h>
@@ -10,13 +11,11 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
-#include <dlfcn.h>
-#include <mutex>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace dlock::backend::redis {
+namespace dlock::net {
 
 namespace {
 
@@ -57,24 +56,18 @@ struct OpenSsl {
 #undef DLOCK_SSL_MEMBER
 };
 
-const OpenSsl &openssl() {
-  static OpenSsl functions;
-  static std::string failure;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void *handle = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      failure = fmt::format("TLS needs OpenSSL 3 (libssl.so.3): {}", dlerror());
-      return;
-    }
-#define DLOCK_SSL_RESOLVE(name)                                                                                        \
-  functions.name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                                          \
-  if (!functions.name && failure.empty()) failure = "libssl.so.3 lacks " #name;
-    DLOCK_SSL_FUNCTIONS(DLOCK_SSL_RESOLVE)
+OpenSsl load() {
+  void *handle = runtime_library::open("libssl.so.3", "TLS needs OpenSSL 3 (libssl.so.3)");
+  OpenSsl functions;
+#define DLOCK_SSL_RESOLVE(name) runtime_library::bind(handle, "libssl.so.3", functions.name, #name);
+  DLOCK_SSL_FUNCTIONS(DLOCK_SSL_RESOLVE)
 #undef DLOCK_SSL_RESOLVE
-  });
-  if (!failure.empty()) throw ConfigError(failure);
   return functions;
+}
+
+const OpenSsl &openssl() {
+  static runtime_library::Loaded<OpenSsl> loaded(load);
+  return loaded.get();
 }
 
 // The most specific reason OpenSSL has queued, cleared afterwards.
@@ -108,7 +101,7 @@ void check_private(const std::string &path) {
 
 } // namespace
 
-struct TlsStream::State {
+struct TlsSession::State {
   const OpenSsl *ssl = nullptr;
   SSL_CTX *context = nullptr;
   SSL *session = nullptr;
@@ -119,7 +112,7 @@ struct TlsStream::State {
   }
 };
 
-TlsStream::TlsStream(int fd, const TlsOptions &options, const std::string &host, Deadline deadline,
+TlsSession::TlsSession(int fd, const TlsOptions &options, const std::string &host, Deadline deadline,
                      const std::string &where)
     : m_state(std::make_unique<State>()) {
   if (!options.ca_file.empty()) check_readable(options.ca_file, "TLS CA file");
@@ -201,9 +194,9 @@ TlsStream::TlsStream(int fd, const TlsOptions &options, const std::string &host,
   if (options.insecure) say("warning: TLS certificate of {} not verified (insecure=1)", where);
 }
 
-TlsStream::~TlsStream() = default;
+TlsSession::~TlsSession() = default;
 
-ssize_t TlsStream::read(char *buffer, std::size_t size, bool &wants_write) {
+ssize_t TlsSession::read(char *buffer, std::size_t size, bool &wants_write) {
   const OpenSsl &ssl = *m_state->ssl;
   ssl.ERR_clear_error();
   int n = ssl.SSL_read(m_state->session, buffer, static_cast<int>(size));
@@ -215,7 +208,7 @@ ssize_t TlsStream::read(char *buffer, std::size_t size, bool &wants_write) {
   throw UnavailableError("TLS read failed: " + ssl_reason(ssl));
 }
 
-ssize_t TlsStream::write(const char *data, std::size_t size, bool &wants_write) {
+ssize_t TlsSession::write(const char *data, std::size_t size, bool &wants_write) {
   const OpenSsl &ssl = *m_state->ssl;
   ssl.ERR_clear_error();
   int n = ssl.SSL_write(m_state->session, data, static_cast<int>(size));
@@ -226,4 +219,4 @@ ssize_t TlsStream::write(const char *data, std::size_t size, bool &wants_write) 
   throw UnavailableError("TLS write failed: " + ssl_reason(ssl));
 }
 
-} // namespace dlock::backend::redis
+} // namespace dlock::net
