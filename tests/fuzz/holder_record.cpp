@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   using dlock::backend::file::LockRecord;
   if (std::optional<LockRecord> record = dlock::backend::file::decode_record(text)) {
     std::optional<LockRecord> again = dlock::backend::file::decode_record(dlock::backend::file::encode_record(*record));
-    if (!again || again->fence != record->fence || again->holder.has_value() != record->holder.has_value()) std::abort();
+    if (!again || again->fence != record->fence || again->holder.has_value() != record->holder.has_value())
+      std::abort();
     if (record->holder && again->holder->pid != record->holder->pid) std::abort();
   }
   if (auto holder = dlock::backend::zookeeper::decode_holder(text)) {

@@ -1,8 +1,8 @@
 // The acquire keeper's protocol: requests as the keeper reads them (any
 // local process can connect), replies as `dlock renew` and `release` read
 // them, and keeper release tokens. What parses formats back to the same.
-#include "runner/keeper.hpp"
 #include "runner/keeper_protocol.hpp"
+#include "runner/keeper.hpp"
 
 #include <cstdint>
 #include <cstdlib>

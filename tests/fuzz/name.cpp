@@ -1,7 +1,7 @@
 // Lock names, namespaces and list prefixes (command line, environment,
 // config file): a name is accepted only if every byte is allowed.
-#include "core/error.hpp"
 #include "core/name.hpp"
+#include "core/error.hpp"
 
 #include <cstdint>
 #include <cstdlib>

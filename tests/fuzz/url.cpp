@@ -1,10 +1,10 @@
 // Backend URLs of every scheme: the generic parser, then each backend's
 // own reading of hosts, path and options (its constructor, which parses
 // but connects to nothing), then every host as an address.
+#include "core/url.hpp"
 #include "backend/registry.hpp"
 #include "core/error.hpp"
 #include "core/net.hpp"
-#include "core/url.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -16,8 +16,8 @@ namespace {
 // creates its directory and etcd is a module: their URL checks run here
 // only through parse_url and parse_address.
 bool constructs_without_side_effects(const std::string &scheme) {
-  for (const char *name : {"redis", "rediss", "redis+unix", "redis-sentinel", "redlock", "redlocks", "zk", "postgres",
-                           "postgresql"})
+  for (const char *name :
+       {"redis", "rediss", "redis+unix", "redis-sentinel", "redlock", "redlocks", "zk", "postgres", "postgresql"})
     if (scheme == name) return true;
   return false;
 }

@@ -8,8 +8,12 @@ using namespace dlock::backend::etcd;
 using namespace std::chrono_literals;
 
 TEST_CASE("base64 matches RFC 4648's test vectors both ways") {
-  const std::pair<std::string, std::string> vectors[] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                                         {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
                                                          {"foobar", "Zm9vYmFy"}};
   for (const auto &[plain, encoded] : vectors) {
     CHECK(base64_encode(plain) == encoded);
@@ -110,10 +114,12 @@ TEST_CASE("watch lines: events, stream errors, cancellation, and garbage that is
 
 TEST_CASE("contenders are the direct children of the lock's prefix, by create revision") {
   Json range = Json::parse(R"({"kvs":[
-      {"key":")" + base64_encode("dlock/a/2") + R"(","create_revision":"9","lease":"2","value":")" +
-                           base64_encode("{}") + R"("},
-      {"key":")" + base64_encode("dlock/a/1") + R"(","create_revision":"5","lease":"1"},
-      {"key":")" + base64_encode("dlock/a/b/3") + R"(","create_revision":"1"},
+      {"key":")" + base64_encode("dlock/a/2") +
+                           R"(","create_revision":"9","lease":"2","value":")" + base64_encode("{}") + R"("},
+      {"key":")" + base64_encode("dlock/a/1") +
+                           R"(","create_revision":"5","lease":"1"},
+      {"key":")" + base64_encode("dlock/a/b/3") +
+                           R"(","create_revision":"1"},
       {"key":5}, 7, "x"]})");
   auto contenders = contenders_in(range, "dlock/a/");
   REQUIRE(contenders.size() == 2);

@@ -22,8 +22,7 @@ template <typename Number> Number parse_number(const Json &value) {
     // nlohmann keeps integers as int64 or uint64: take only what fits.
     if (value.is_number_unsigned()) {
       auto number = value.get<std::uint64_t>();
-      return number <= static_cast<std::uint64_t>(std::numeric_limits<Number>::max()) ? static_cast<Number>(number)
-                                                                                       : 0;
+      return number <= static_cast<std::uint64_t>(std::numeric_limits<Number>::max()) ? static_cast<Number>(number) : 0;
     }
     auto number = value.get<std::int64_t>();
     if constexpr (std::is_unsigned_v<Number>) return number < 0 ? 0 : static_cast<Number>(number);

@@ -52,8 +52,8 @@ struct WatchEvent {
 struct WatchLine {
   enum class Kind { events, error, canceled, other } kind = Kind::other;
   std::vector<WatchEvent> events;
-  std::string error;                    // error: etcd's text
-  std::int64_t compact_revision = 0;    // canceled: > 0 when the history asked for is gone
+  std::string error;                 // error: etcd's text
+  std::int64_t compact_revision = 0; // canceled: > 0 when the history asked for is gone
 };
 WatchLine parse_watch_line(std::string_view line);
 

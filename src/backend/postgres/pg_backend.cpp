@@ -43,7 +43,6 @@ std::string note_comment(const nlohmann::json &note) {
   return " /* dlock " + text + " */";
 }
 
-
 // Server-side TCP keepalives (whole seconds) that give up on a vanished
 // client after about `ttl` of silence, never sooner: the client stops its
 // job before its own deadline, and only then may the server free the lock.
