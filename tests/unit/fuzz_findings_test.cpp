@@ -3,9 +3,11 @@
 #include "backend/file/proc_locks.hpp"
 #include "backend/file/record.hpp"
 #include "backend/postgres/pg_backend.hpp"
+#include "backend/redis/resp.hpp"
 #include "backend/zookeeper/four_letter.hpp"
 #include "backend/zookeeper/paths.hpp"
 #include "core/duration.hpp"
+#include "core/error.hpp"
 #include "core/holder_json.hpp"
 
 #include <catch2/catch.hpp>
@@ -90,4 +92,21 @@ TEST_CASE("ZooKeeper's srvr answer: version and mode, or why the server cannot s
   CHECK(read_srvr("").version.empty());
   CHECK(backend::zookeeper::line_value("a\nMode:  follower \r\nb", "Mode:") == "follower");
   CHECK(backend::zookeeper::line_value("Mode:", "Mode:").empty());
+}
+
+TEST_CASE("a Redis array header with a huge element count is a protocol error, not a huge allocation") {
+  // Found by tests/fuzz/redis_reply: "*77777777\r\n" made hiredis allocate
+  // 622 MB of element pointers before a single element had arrived.
+  backend::redis::ReplyParser parser;
+  std::string header = "*100000000\r\n";
+  parser.feed(header.data(), header.size());
+  CHECK_THROWS_AS(parser.next(), UnavailableError);
+
+  backend::redis::ReplyParser fine;
+  std::string reply = "*2\r\n$1\r\na\r\n:7\r\n";
+  fine.feed(reply.data(), reply.size());
+  auto parsed = fine.next();
+  REQUIRE(parsed);
+  CHECK(parsed->elements.size() == 2);
+  CHECK(parsed->elements[1].integer == 7);
 }

@@ -41,6 +41,35 @@ Reply convert(const redisReply &raw) {
   return reply;
 }
 
+// hiredis allocates an array's element pointers as soon as it has read the
+// header: "*100000000\r\n", 12 bytes from a hostile server, would cost
+// 800 MB. No reply dlock asks for has more than a few thousand elements;
+// a longer array is refused (hiredis then reports a protocol error).
+constexpr int k_max_array_elements = 1 << 20;
+
+void *(*g_create_array)(const redisReadTask *, int) = nullptr;
+
+void *create_bounded_array(const redisReadTask *task, int elements) {
+  if (elements > k_max_array_elements) return nullptr;
+  return g_create_array(task, elements);
+}
+
+// hiredis' own reply functions, with the array bound.
+redisReader *create_reader() {
+  static redisReplyObjectFunctions functions = [] {
+    redisReader *plain = redisReaderCreate();
+    if (!plain) throw std::bad_alloc();
+    redisReplyObjectFunctions copy = *plain->fn;
+    redisReaderFree(plain);
+    g_create_array = copy.createArray;
+    copy.createArray = create_bounded_array;
+    return copy;
+  }();
+  redisReader *reader = redisReaderCreateWithFunctions(&functions);
+  if (!reader) throw std::bad_alloc();
+  return reader;
+}
+
 template <typename Range> void append_range(std::string &out, std::size_t count, const Range &args) {
   out += fmt::format("*{}\r\n", count);
   for (std::string_view arg : args) {
@@ -63,16 +92,14 @@ void append_command(std::string &out, std::initializer_list<std::string_view> ar
 
 void append_command(std::string &out, const std::vector<std::string> &args) { append_range(out, args.size(), args); }
 
-ReplyParser::ReplyParser() : m_reader(redisReaderCreate()) {
-  if (!m_reader) throw std::bad_alloc();
-}
+ReplyParser::ReplyParser() : m_reader(create_reader()) {}
 
 ReplyParser::~ReplyParser() { redisReaderFree(m_reader); }
 
 void ReplyParser::reset() {
   redisReaderFree(m_reader);
-  m_reader = redisReaderCreate();
-  if (!m_reader) throw std::bad_alloc();
+  m_reader = nullptr;
+  m_reader = create_reader();
 }
 
 void ReplyParser::feed(const char *data, std::size_t size) {
