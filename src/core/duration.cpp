@@ -74,7 +74,11 @@ std::string format_duration(Millis value) {
   std::string out;
   if (auto hours = ms / 3'600'000) out += fmt::format("{}h", hours);
   if (auto minutes = ms / 60'000 % 60) out += fmt::format("{}m", minutes);
-  if (auto seconds = ms / 1000 % 60) out += fmt::format("{}s", seconds);
+  // Milliseconds are kept ("1m0.5s"): what is printed reads back the same.
+  if (auto seconds = ms % 60'000; seconds % 1000)
+    out += fmt::format("{:g}s", static_cast<double>(seconds) / 1000.0);
+  else if (seconds)
+    out += fmt::format("{}s", seconds / 1000);
   return out;
 }
 

@@ -50,6 +50,10 @@ int checked_code(std::int64_t code) {
   return to_int(ExitCode::internal);
 }
 
+// A backend's error message may quote a server's bytes, and a token comes
+// from the command line: invalid UTF-8 is replaced, never thrown.
+std::string dump_line(const json &doc) { return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
 } // namespace
 
 LockIdentity identity_of(const backend::BackendConfig &config, const std::string &name) {
@@ -63,7 +67,7 @@ std::string format_request(const KeeperRequest &request) {
               {"name", request.lock.name},
               {"token", request.token}};
   if (request.operation == KeeperOperation::renew) doc["ttl_ms"] = request.ttl.count();
-  return doc.dump() + "\n";
+  return dump_line(doc);
 }
 
 std::optional<KeeperRequest> parse_request(std::string_view line) {
@@ -112,7 +116,7 @@ std::string format_reply(const KeeperReply &reply) {
     doc = {{"answer", "error"}, {"code", reply.code}, {"message", reply.message}};
     break;
   }
-  return doc.dump() + "\n";
+  return dump_line(doc);
 }
 
 std::optional<KeeperReply> parse_reply(std::string_view line) {

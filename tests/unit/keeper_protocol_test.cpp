@@ -127,3 +127,38 @@ TEST_CASE("a keeper's printed expiry is the session's lease when the window is l
   CHECK(figures.ttl_left == 1000ms);
   CHECK(figures.expires_at == now_wall + 1000ms);
 }
+
+TEST_CASE("a keeper's line carries bytes that are not UTF-8 without throwing") {
+  // Found by tests/fuzz/keeper_protocol: an error message quoting a
+  // server's bytes made format_reply throw json's type_error in the keeper.
+  KeeperReply reply;
+  reply.answer = KeeperAnswer::error;
+  reply.code = 69;
+  reply.message = "redis at h:6379: \xff\xfe garbled";
+  std::string line = format_reply(reply);
+  line.pop_back();
+  auto parsed = parse_reply(line);
+  REQUIRE(parsed);
+  CHECK(parsed->answer == KeeperAnswer::error);
+  CHECK(parsed->message.find("garbled") != std::string::npos);
+
+  KeeperRequest request{KeeperOperation::release, {"file:", "dlock", "one"}, "\xc3(", 0ms};
+  line = format_request(request);
+  line.pop_back();
+  CHECK(parse_request(line));
+}
+
+TEST_CASE("keeper replies with numbers out of range or of the wrong type are refused") {
+  for (const char *bad : {R"({"answer":"done","fence":-1,"confirmed_at_ns":1,"ttl_ms":1,"window_ms":1})",
+                          R"({"answer":"done","fence":1,"confirmed_at_ns":1,"ttl_ms":1e3,"window_ms":1})",
+                          R"({"answer":"done","fence":1,"confirmed_at_ns":1,"ttl_ms":1000000000001,"window_ms":1})",
+                          R"({"answer":"done","fence":1,"confirmed_at_ns":1,"ttl_ms":1})",
+                          R"({"answer":"error","code":"69","message":"x"})", R"({"answer":"error","code":69})",
+                          R"({"answer":5})", R"({"answer":"maybe"})", "[]", "", "{\"answer\":\"refused\"}\n"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_reply(bad));
+  }
+  auto error = parse_reply(R"({"answer":"error","code":2,"message":"x"})");
+  REQUIRE(error);
+  CHECK(error->code == 70); // not a code a keeper may pass on: internal
+}

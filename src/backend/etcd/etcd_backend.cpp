@@ -31,31 +31,6 @@ namespace {
 constexpr int k_default_port = 2379;
 constexpr const char *k_key_deleted = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
 
-struct Contender {
-  std::string key;
-  std::int64_t create_revision = 0;
-  std::int64_t lease = 0;
-  std::string value;
-};
-
-// The keys of one lock: the direct children of its prefix ("NS/a/x" and
-// "NS/a/b/x" belong to locks "a" and "a/b"), by create revision.
-std::vector<Contender> contenders_in(const Json &range, const std::string &prefix) {
-  std::vector<Contender> out;
-  for (const auto &kv : range.value("kvs", Json::array())) {
-    Contender c;
-    c.key = base64_decode(kv.value("key", ""));
-    if (c.key.rfind(prefix, 0) != 0 || c.key.find('/', prefix.size()) != std::string::npos) continue;
-    c.create_revision = number_in(kv, "create_revision");
-    c.lease = number_in(kv, "lease");
-    c.value = base64_decode(kv.value("value", ""));
-    out.push_back(std::move(c));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const Contender &a, const Contender &b) { return a.create_revision < b.create_revision; });
-  return out;
-}
-
 // The end of the key range of everything that starts with `prefix`.
 std::string range_end(std::string prefix) {
   while (!prefix.empty()) {
@@ -73,14 +48,6 @@ Json range_request(const std::string &prefix, bool keys_only) {
   Json request = {{"key", base64_encode(prefix)}, {"range_end", base64_encode(range_end(prefix))}};
   if (keys_only) request["keys_only"] = true;
   return request;
-}
-
-std::string lease_hex(std::int64_t lease) { return fmt::format("{:x}", static_cast<std::uint64_t>(lease)); }
-
-std::optional<std::int64_t> lease_from_token(const std::string &token) {
-  if (token.empty() || token.size() > 16 || token.find_first_not_of("0123456789abcdef") != std::string::npos)
-    return std::nullopt;
-  return static_cast<std::int64_t>(std::stoull(token, nullptr, 16));
 }
 
 class EtcdBackend : public TakingBackend {
@@ -115,7 +82,7 @@ public:
       }
       auto alive = m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(*current)}}, answer_by);
       if (!alive) return result;
-      std::int64_t granted = number_in(alive->value("result", Json::object()), "TTL");
+      std::int64_t granted = number_in(object_in(*alive, "result"), "TTL");
       if (granted <= 0) {
         result.outcome = RenewOutcome::lost;
         result.reason = "etcd no longer has the lock's lease (it expired or was revoked)";
@@ -186,8 +153,8 @@ public:
     std::string head = m_config.lock_namespace + "/";
     auto answer = m_gateway.call("/v3/kv/range", range_request(head + prefix, true));
     std::vector<std::string> names;
-    for (const auto &kv : answer->value("kvs", Json::array())) {
-      std::string key = base64_decode(kv.value("key", ""));
+    for (const auto &kv : array_in(*answer, "kvs")) {
+      std::string key = base64_decode(string_in(kv, "key"));
       auto slash = key.rfind('/');
       if (slash == std::string::npos || slash <= head.size()) continue;
       std::string last = key.substr(slash + 1);
@@ -222,8 +189,9 @@ public:
         health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
         health.reachable = true;
         std::uint64_t leader = unsigned_in(status, "leader");
-        std::uint64_t member = unsigned_in(status.value("header", Json::object()), "member_id");
-        health.version = fmt::format("etcd {}, {}", status.value("version", "?"),
+        std::uint64_t member = unsigned_in(object_in(status, "header"), "member_id");
+        std::string version = string_in(status, "version");
+        health.version = fmt::format("etcd {}, {}", version.empty() ? "?" : version,
                                      leader == 0        ? "no leader"
                                      : leader == member ? "leader"
                                                         : "follower");
@@ -294,7 +262,7 @@ private:
   // depends on the election timeout).
   Granted grant(Millis ttl) {
     auto answer = m_gateway.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_seconds(ttl))}});
-    Granted out{number_in(*answer, "ID"), Millis(number_in(*answer, "TTL") * 1000)};
+    Granted out{number_in(*answer, "ID"), seconds_in(*answer, "TTL")};
     if (out.id == 0 || out.ttl.count() <= 0)
       throw UnavailableError(fmt::format("{}: etcd granted no lease", m_config.url.redacted()));
     m_asked[out.id] = ttl_seconds(ttl);
@@ -305,7 +273,7 @@ private:
   std::optional<std::int64_t> lease_of_key(const std::string &key, std::optional<SteadyClock::time_point> answer_by) {
     auto answer = m_gateway.call("/v3/kv/range", {{"key", base64_encode(key)}, {"keys_only", true}}, answer_by);
     if (!answer) throw UnavailableError("interrupted");
-    const Json &kvs = answer->value("kvs", Json::array());
+    const Json &kvs = array_in(*answer, "kvs");
     if (kvs.empty()) return std::nullopt;
     return number_in(kvs.front(), "lease");
   }
@@ -363,16 +331,16 @@ private:
         revoke_quietly(lease);
         throw;
       }
-      const Json &responses = answer->value("responses", Json::array());
+      const Json &responses = array_in(*answer, "responses");
       if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", key));
-      auto contenders = contenders_in(responses.back().value("response_range", Json::object()), prefix);
+      auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
       auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
       if (mine == contenders.end()) {
         revoke_quietly(lease);
         throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
       }
       std::int64_t revision = mine->create_revision;
-      std::int64_t listed_at = number_in(answer->value("header", Json::object()), "revision");
+      std::int64_t listed_at = number_in(object_in(*answer, "header"), "revision");
       if (mine == contenders.begin()) return acquired(request, lease, revision, ttl, granted_at);
       if (!wait) {
         revoke_quietly(lease);
@@ -435,7 +403,7 @@ private:
           try {
             auto alive =
                 m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}}, std::nullopt, interrupt.fd());
-            if (alive && number_in(alive->value("result", Json::object()), "TTL") <= 0) {
+            if (alive && number_in(object_in(*alive, "result"), "TTL") <= 0) {
               m_gateway.stop_watch();
               return std::nullopt;
             }
@@ -470,7 +438,7 @@ private:
         return acquired(request, lease, revision, ttl, confirmed_at);
       }
       predecessor = *std::prev(mine);
-      m_gateway.watch(predecessor.key, number_in(listing->value("header", Json::object()), "revision") + 1);
+      m_gateway.watch(predecessor.key, number_in(object_in(*listing, "header"), "revision") + 1);
     }
   }
 
@@ -492,8 +460,8 @@ private:
     if (owner.lease != 0) {
       try {
         auto left = m_gateway.call("/v3/lease/timetolive", {{"ID", std::to_string(owner.lease)}});
-        std::int64_t seconds = number_in(*left, "TTL");
-        if (seconds >= 0) status.time_left = Millis(seconds * 1000);
+        Millis left_for = seconds_in(*left, "TTL");
+        if (left_for.count() >= 0) status.time_left = left_for;
       } catch (const EtcdError &) {
         // The lease ended between the two requests.
       }

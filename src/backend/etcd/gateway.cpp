@@ -94,10 +94,9 @@ Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path,
     out.answer = std::move(answer);
     return out;
   }
-  out.code = answer.is_object() ? answer.value("code", 0) : 0;
-  out.message = answer.is_object() ? answer.value("message", answer.value("error", std::string()))
-                                   : fmt::format("HTTP status {}", response->status);
-  out.message = fmt::format("{}: {}", where, out.message);
+  Refusal refusal = refusal_in(answer, response->status);
+  out.code = refusal.code;
+  out.message = fmt::format("{}: {}", where, refusal.message);
   // etcd cannot serve this now (no leader, stopping, timed out inside):
   // another member may.
   if (out.code == k_grpc_unavailable || out.code == k_grpc_deadline_exceeded ||
@@ -184,7 +183,7 @@ Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_p
     throw EtcdError(
         ExitCode::auth, login.code,
         fmt::format("{}: authentication as '{}' refused: {}", m_options.label, *m_options.user, login.message));
-  std::string token = login.answer.value("token", "");
+  std::string token = string_in(login.answer, "token");
   if (token.empty())
     throw Error(ExitCode::auth, fmt::format("{}: etcd gave no token for user '{}' (is authentication enabled?)",
                                             m_options.label, *m_options.user));
@@ -278,36 +277,32 @@ void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
   std::string &buffer = m_watch_buffer;
   std::size_t start = 0;
   for (std::size_t end; (end = buffer.find('\n', start)) != std::string::npos; start = end + 1) {
-    Json line = Json::parse(buffer.substr(start, end - start), nullptr, false);
-    if (!line.is_object()) continue;
-    if (line.contains("error")) {
+    WatchLine line = parse_watch_line(std::string_view(buffer).substr(start, end - start));
+    switch (line.kind) {
+    case WatchLine::Kind::error:
       // A stream-level error (leader lost, member stopping): open again.
-      std::string error = line["error"].dump();
-      detail(2, "etcd watch: {}", error);
-      if (error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch_endpoint);
+      detail(2, "etcd watch: {}", line.error);
+      if (line.error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch_endpoint);
       m_watch_open = false;
-      continue;
-    }
-    const Json &result = line.value("result", Json::object());
-    if (result.value("canceled", false)) {
-      if (number_in(result, "compact_revision") > 0) {
+      break;
+    case WatchLine::Kind::canceled:
+      if (line.compact_revision > 0) {
         // The history we asked for is gone: the caller must look again.
         WatchEvent reset;
         reset.mod_revision = -1;
         events.push_back(reset);
-        m_watch_next_revision = number_in(result, "compact_revision");
+        m_watch_next_revision = line.compact_revision;
       }
       m_watch_open = false;
-      continue;
-    }
-    for (const auto &event : result.value("events", Json::array())) {
-      WatchEvent out;
-      out.deleted = event.value("type", "") == "DELETE";
-      const Json &kv = event.value("kv", Json::object());
-      out.key = base64_decode(kv.value("key", ""));
-      out.mod_revision = number_in(kv, "mod_revision");
-      m_watch_next_revision = std::max(m_watch_next_revision, out.mod_revision + 1);
-      events.push_back(std::move(out));
+      break;
+    case WatchLine::Kind::events:
+      for (auto &event : line.events) {
+        m_watch_next_revision = std::max(m_watch_next_revision, event.mod_revision + 1);
+        events.push_back(std::move(event));
+      }
+      break;
+    case WatchLine::Kind::other:
+      break;
     }
   }
   buffer.erase(0, start);
@@ -341,80 +336,6 @@ std::vector<WatchEvent> Gateway::wait_watch(SteadyClock::time_point until, int i
       return events;
     }
   }
-}
-
-std::string base64_encode(const std::string &bytes) {
-  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    unsigned v = static_cast<unsigned char>(bytes[i]) << 16 | static_cast<unsigned char>(bytes[i + 1]) << 8 |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    for (int shift : {18, 12, 6, 0})
-      out += alphabet[(v >> shift) & 63];
-  }
-  if (std::size_t rest = bytes.size() - i) {
-    unsigned v = static_cast<unsigned char>(bytes[i]) << 16;
-    if (rest == 2) v |= static_cast<unsigned char>(bytes[i + 1]) << 8;
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    out += rest == 2 ? alphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string base64_decode(const std::string &text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  unsigned bits = 0;
-  int count = 0;
-  for (char c : text) {
-    int v = value(c);
-    if (v < 0) continue; // padding
-    bits = bits << 6 | static_cast<unsigned>(v);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out += static_cast<char>((bits >> count) & 0xff);
-    }
-  }
-  return out;
-}
-
-std::int64_t number_in(const Json &object, const char *field) {
-  auto found = object.find(field);
-  if (found == object.end()) return 0;
-  if (found->is_number_integer()) return found->get<std::int64_t>();
-  if (found->is_string()) {
-    try {
-      return std::stoll(found->get<std::string>());
-    } catch (const std::exception &) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
-std::uint64_t unsigned_in(const Json &object, const char *field) {
-  auto found = object.find(field);
-  if (found == object.end()) return 0;
-  if (found->is_number_unsigned()) return found->get<std::uint64_t>();
-  if (found->is_string()) {
-    try {
-      return std::stoull(found->get<std::string>());
-    } catch (const std::exception &) {
-      return 0;
-    }
-  }
-  return 0;
 }
 
 } // namespace dlock::backend::etcd

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backend/etcd/http.hpp"
+#include "backend/etcd/reply.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
@@ -19,7 +20,6 @@
 namespace dlock::backend::etcd {
 
 using SteadyClock = std::chrono::steady_clock;
-using Json = nlohmann::json;
 
 // An error etcd answered with (a gRPC status): the request reached a
 // member that refused it.
@@ -46,13 +46,7 @@ struct GatewayOptions {
 };
 
 // A watch on one key (or range) from a revision: a response that never
-// ends, one JSON object per line.
-struct WatchEvent {
-  bool deleted = false;
-  std::string key; // decoded
-  std::int64_t mod_revision = 0;
-};
-
+// ends, one JSON object per line (WatchEvent in reply.hpp).
 class Gateway {
 public:
   explicit Gateway(GatewayOptions options);
@@ -131,13 +125,5 @@ private:
   std::int64_t m_watch_next_revision = 0;
   std::size_t m_watch_failures = 0;
 };
-
-// base64 as the gateway writes bytes.
-std::string base64_encode(const std::string &bytes);
-std::string base64_decode(const std::string &text);
-// A 64-bit number the gateway sends as a string (or omits when 0):
-// revisions, TTLs and lease IDs (int64), member IDs (uint64).
-std::int64_t number_in(const Json &object, const char *field);
-std::uint64_t unsigned_in(const Json &object, const char *field);
 
 } // namespace dlock::backend::etcd

@@ -15,6 +15,26 @@ namespace dlock::backend::file {
 //   "12: FLOCK  ADVISORY  WRITE 4242 fe:00:10780673 0 EOF"
 //   "12: -> FLOCK  ADVISORY  WRITE 4243 fe:00:10780673 0 EOF"   (blocked)
 // with the device as hex major:minor and the inode in decimal.
+std::optional<ProcLocksLine> parse_proc_locks_line(const std::string &line) {
+  std::istringstream fields(line);
+  std::string ordinal, kind, advisory, mode, pid_text, where;
+  fields >> ordinal >> kind;
+  ProcLocksLine out;
+  out.blocked = kind == "->";
+  if (out.blocked) fields >> kind;
+  if (kind != "FLOCK") return std::nullopt;
+  fields >> advisory >> mode >> pid_text >> where;
+  char *end = nullptr;
+  unsigned long major_number = std::strtoul(where.c_str(), &end, 16);
+  if (*end != ':') return std::nullopt;
+  unsigned long minor_number = std::strtoul(end + 1, &end, 16);
+  if (*end != ':') return std::nullopt;
+  out.inode = static_cast<ino_t>(std::strtoull(end + 1, nullptr, 10));
+  out.device = makedev(static_cast<unsigned>(major_number), static_cast<unsigned>(minor_number));
+  out.pid = static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10));
+  return out;
+}
+
 KernelLocks KernelLocks::read() {
   KernelLocks locks;
   std::ifstream in("/proc/locks");
@@ -22,25 +42,13 @@ KernelLocks KernelLocks::read() {
   if (!in) throw file_error("cannot read /proc/locks to find lock holders", errno);
   std::string line;
   while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string ordinal, kind, advisory, mode, pid_text, where;
-    fields >> ordinal >> kind;
-    bool blocked = kind == "->";
-    if (blocked) fields >> kind;
-    if (kind != "FLOCK") continue;
-    fields >> advisory >> mode >> pid_text >> where;
-    char *end = nullptr;
-    unsigned long major_number = std::strtoul(where.c_str(), &end, 16);
-    if (*end != ':') continue;
-    unsigned long minor_number = std::strtoul(end + 1, &end, 16);
-    if (*end != ':') continue;
-    auto inode = static_cast<ino_t>(std::strtoull(end + 1, nullptr, 10));
-    KernelLockView &view =
-        locks.m_by_inode[{makedev(static_cast<unsigned>(major_number), static_cast<unsigned>(minor_number)), inode}];
-    if (blocked)
+    std::optional<ProcLocksLine> lock = parse_proc_locks_line(line);
+    if (!lock) continue;
+    KernelLockView &view = locks.m_by_inode[{lock->device, lock->inode}];
+    if (lock->blocked)
       ++view.waiters;
     else
-      view.holders.push_back(static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10)));
+      view.holders.push_back(lock->pid);
   }
   return locks;
 }

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <string>
 #include <sys/types.h>
 #include <utility>
 #include <vector>
@@ -14,6 +16,17 @@ struct KernelLockView {
   std::vector<pid_t> holders; // processes that placed a granted lock
   std::size_t waiters = 0;    // blocked requests
 };
+
+// One line of /proc/locks that describes a flock(2) lock.
+struct ProcLocksLine {
+  bool blocked = false; // a waiting request ("->"), not a granted lock
+  pid_t pid = 0;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+// nullopt for lines about other kinds of locks (POSIX, OFD, LEASE) and
+// for anything malformed.
+std::optional<ProcLocksLine> parse_proc_locks_line(const std::string &line);
 
 // One reading of /proc/locks: every flock(2) lock on the system by inode,
 // so that `list` reads the file once, not once per lock.

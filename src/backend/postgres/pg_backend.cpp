@@ -43,17 +43,6 @@ std::string note_comment(const nlohmann::json &note) {
   return " /* dlock " + text + " */";
 }
 
-std::optional<nlohmann::json> note_in(const std::string &query) {
-  auto start = query.find("/* dlock {");
-  if (start == std::string::npos) return std::nullopt;
-  start += 9;
-  auto end = query.rfind(" */");
-  if (end == std::string::npos || end < start) return std::nullopt;
-  auto doc = nlohmann::json::parse(query.substr(start, end - start), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  return doc;
-}
-
 class PostgresBackend : public TakingBackend {
 public:
   explicit PostgresBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {}
@@ -397,6 +386,17 @@ private:
 };
 
 } // namespace
+
+std::optional<nlohmann::json> note_in(const std::string &query) {
+  auto start = query.find("/* dlock {");
+  if (start == std::string::npos) return std::nullopt;
+  start += 9;
+  auto end = query.rfind(" */");
+  if (end == std::string::npos || end < start) return std::nullopt;
+  auto doc = nlohmann::json::parse(query.substr(start, end - start), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  return doc;
+}
 
 std::int64_t advisory_key(std::string_view key_text) {
   auto digest = sha256(key_text);

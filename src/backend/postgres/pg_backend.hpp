@@ -2,8 +2,12 @@
 
 #include "backend/backend.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace dlock::backend::postgres {
@@ -25,5 +29,10 @@ std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config);
 // the same number from
 //   ('x' || left(encode(sha256(convert_to('NS NAME', 'UTF8')), 'hex'), 16))::bit(64)::bigint
 std::int64_t advisory_key(std::string_view key_text);
+
+// The holder's note in the SQL text of a lock's session (as read from
+// pg_stat_activity.query): the JSON object in its "/* dlock {...} */"
+// comment, or nullopt if there is none.
+std::optional<nlohmann::json> note_in(const std::string &query);
 
 } // namespace dlock::backend::postgres

@@ -39,4 +39,20 @@ std::string line_value(const std::string &text, std::string_view key) {
   return value;
 }
 
+SrvrAnswer read_srvr(const std::string &answer) {
+  SrvrAnswer out;
+  std::string version = line_value(answer, "Zookeeper version:");
+  version = version.substr(0, std::min(version.find(','), version.find("-${"))); // Debian: "3.8.0-${mvngit.commit.id}"
+  std::string mode = line_value(answer, "Mode:");
+  if (answer.find("not in the whitelist") != std::string::npos) {
+    out.version = "unknown (srvr is not in 4lw.commands.whitelist)";
+  } else if (answer.find("not currently serving requests") != std::string::npos) {
+    out.error = "not serving requests (no quorum?)";
+  } else {
+    out.version = mode.empty() ? version : fmt::format("{} ({})", version, mode);
+    if (mode == "read-only") out.error = "read-only: cannot serve locks";
+  }
+  return out;
+}
+
 } // namespace dlock::backend::zookeeper

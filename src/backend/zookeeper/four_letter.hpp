@@ -18,4 +18,12 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
 // "leader"), trimmed; empty if absent.
 std::string line_value(const std::string &text, std::string_view key);
 
+// What a server's answer to "srvr" says about it, for ping: its version
+// and mode ("3.8.0 (leader)"), or why it cannot serve locks (`error`).
+struct SrvrAnswer {
+  std::string version;
+  std::string error;
+};
+SrvrAnswer read_srvr(const std::string &answer);
+
 } // namespace dlock::backend::zookeeper

@@ -243,18 +243,9 @@ public:
             four_letter_word(address, "srvr", started + m_config.connect_timeout, where, m_config.connect_timeout);
         health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
         health.reachable = true;
-        std::string version = line_value(answer, "Zookeeper version:");
-        version =
-            version.substr(0, std::min(version.find(','), version.find("-${"))); // Debian: "3.8.0-${mvngit.commit.id}"
-        std::string mode = line_value(answer, "Mode:");
-        if (answer.find("not in the whitelist") != std::string::npos) {
-          health.version = "unknown (srvr is not in 4lw.commands.whitelist)";
-        } else if (answer.find("not currently serving requests") != std::string::npos) {
-          health.error = "not serving requests (no quorum?)";
-        } else {
-          health.version = mode.empty() ? version : fmt::format("{} ({})", version, mode);
-          if (mode == "read-only") health.error = "read-only: cannot serve locks";
-        }
+        SrvrAnswer srvr = read_srvr(answer);
+        health.version = std::move(srvr.version);
+        health.error = std::move(srvr.error);
       } catch (const Error &failure) {
         health.error = failure.what();
       }

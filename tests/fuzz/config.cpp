@@ -1,0 +1,18 @@
+// Configuration files (~/.config/dlock/config, /etc/dlock/config,
+// --config): `key = value` lines.
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+#include <cstdint>
+#include <string>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  std::string text(reinterpret_cast<const char *>(data), size);
+  try {
+    dlock::ConfigFile config = dlock::parse_config(text, "/fuzz/config");
+    for (const char *key : {"backend", "namespace", "ttl", "wait", "connect_timeout"})
+      (void)config.get(key);
+  } catch (const dlock::ConfigError &) {
+  }
+  return 0;
+}
