@@ -75,8 +75,7 @@ public:
   // (it is checked between reads, not only when none are waiting).
   // `consume` may throw (a protocol error). Returns data when complete,
   // timeout, woken, closed, error, or too_large() when `limit` is reached.
-  template <typename Consume>
-  Io read_bounded(std::size_t limit, Deadline deadline, int wake_fd, Consume &&consume) {
+  template <typename Consume> Io read_bounded(std::size_t limit, Deadline deadline, int wake_fd, Consume &&consume) {
     char buffer[16384];
     std::size_t total = 0;
     for (bool first = true;; first = false) {

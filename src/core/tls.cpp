@@ -113,7 +113,7 @@ struct TlsSession::State {
 };
 
 TlsSession::TlsSession(int fd, const TlsOptions &options, const std::string &host, Deadline deadline,
-                     const std::string &where)
+                       const std::string &where)
     : m_state(std::make_unique<State>()) {
   if (!options.ca_file.empty()) check_readable(options.ca_file, "TLS CA file");
   if (!options.cert_file.empty() || !options.key_file.empty()) {

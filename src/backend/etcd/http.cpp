@@ -118,7 +118,8 @@ int HttpConnection::read_head(Deadline deadline, int wake_fd) {
     std::size_t end = m_in.find("\r\n\r\n");
     if (end == std::string::npos) {
       if (m_in.size() >= k_max_head) fail("response headers too long");
-      int got = fill(k_max_head - m_in.size(), deadline, wake_fd, [this] { return m_in.find("\r\n\r\n") != std::string::npos; });
+      int got = fill(k_max_head - m_in.size(), deadline, wake_fd,
+                     [this] { return m_in.find("\r\n\r\n") != std::string::npos; });
       if (got == 0) lost("connection closed by the server");
       if (got < 0) {
         if (m_in.size() >= k_max_head) fail("response headers too long");

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-
 namespace dlock::backend::redis {
 
 namespace {

@@ -171,7 +171,7 @@ public:
     Keys keys = keys_for(lease.name);
     Reply reply = run_script(lua::release, keys, {lease.token, keys.channel});
     return reply.expect_integer(m_label, "the release script") == 1 ? ReleaseOutcome::released
-                                                                     : ReleaseOutcome::not_owner;
+                                                                    : ReleaseOutcome::not_owner;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {

@@ -69,7 +69,7 @@ void *create_string(const redisReadTask *task, char *text, size_t size) {
 void *create_array(const redisReadTask *task, int elements) {
   // Checked before hiredis allocates room for `elements` pointers.
   return over_limit(1 + static_cast<std::size_t>(elements < 0 ? 0 : elements)) ? nullptr
-                                                                                : g_default.createArray(task, elements);
+                                                                               : g_default.createArray(task, elements);
 }
 void *create_integer(const redisReadTask *task, long long value) {
   return over_limit() ? nullptr : g_default.createInteger(task, value);

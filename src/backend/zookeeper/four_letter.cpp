@@ -22,7 +22,8 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
     });
     if (io == net::Io::closed) return answer;
   }
-  if (io == net::Io::timeout) throw UnavailableError(fmt::format("{}: no answer within {}", where, format_duration(timeout)));
+  if (io == net::Io::timeout)
+    throw UnavailableError(fmt::format("{}: no answer within {}", where, format_duration(timeout)));
   throw UnavailableError(fmt::format("{}: {}", where, stream.error()));
 }
 
