@@ -14,14 +14,7 @@
 # --replica --sentinels 3.
 SCENARIO="redis: a waiter on a demoted master follows the sentinels to the new one"
 . "$(dirname "$0")/lib.sh"
-if [ "${DLOCK_TEST_SENTINELS:-0}" -lt 3 ] || [ -z "${DLOCK_TEST_REPLICA_CLI:-}" ]; then
-  fail "run this test under scripts/with-redis --replica --sentinels 3"
-fi
-use_redis "$DLOCK_TEST_SENTINEL_URL"
-
-name=x
-lock_key=$(redis_key "$name" lock)
-replicated() { [ "$("$DLOCK_TEST_REPLICA_CLI" EXISTS "$lock_key")" = 1 ]; }
+. "$(dirname "$0")/sentinel_lib.sh"
 old_master_demoted() { "$DLOCK_TEST_REDIS_CLI" ROLE | head -1 | grep -qx slave; }
 # C listens on the new master's channel for the release.
 waits_on_new_master() {

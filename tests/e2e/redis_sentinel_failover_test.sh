@@ -19,17 +19,7 @@
 # Run under scripts/with-redis --replica --sentinels 3.
 SCENARIO="redis: a Sentinel failover never leaves two holders"
 . "$(dirname "$0")/lib.sh"
-if [ "${DLOCK_TEST_SENTINELS:-0}" -lt 3 ] || [ -z "${DLOCK_TEST_REPLICA_CLI:-}" ]; then
-  fail "run this test under scripts/with-redis --replica --sentinels 3"
-fi
-use_redis "$DLOCK_TEST_SENTINEL_URL"
-
-name=x
-lock_key=$(redis_key "$name" lock)
-replicated() { [ "$("$DLOCK_TEST_REPLICA_CLI" EXISTS "$lock_key")" = 1 ]; }
-names_replica() {
-  [ "$("$DLOCK_TEST_SENTINEL_CLI_1" SENTINEL get-master-addr-by-name dlockmaster | tail -1)" = "$DLOCK_TEST_REPLICA_PORT" ]
-}
+. "$(dirname "$0")/sentinel_lib.sh"
 # waiter ID WAIT: a background run whose job writes its start, fence and
 # end (after 300 ms) to $tmpdir/ID.*; sets WAITER.
 # shellcheck disable=SC2016 # expanded by the job's shell
