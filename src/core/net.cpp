@@ -113,6 +113,10 @@ Address parse_address(const std::string &text, int default_port) {
     }
   } else {
     auto colon = text.rfind(':');
+    // "::1" or "fe80::1:6379" cannot be split into host and port
+    // unambiguously: an IPv6 address goes in brackets, as in URLs.
+    if (colon != std::string::npos && text.find(':') != colon)
+      throw ConfigError(fmt::format("bad address '{}': an IPv6 address goes in brackets ([{}])", text, text));
     address.host = text.substr(0, colon);
     if (colon != std::string::npos) port = text.substr(colon + 1);
   }

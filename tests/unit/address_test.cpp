@@ -30,7 +30,7 @@ TEST_CASE("addresses: host, host:port, [v6] and [v6]:port, with the default port
 
 TEST_CASE("malformed addresses are config errors") {
   for (const char *bad : {"", ":6379", "[::1", "[]:1", "[::1]x", "h:0", "h:65536", "h:99999999999", "h:-1", "h:12a",
-                          "h: 1", "[::1]:+5"}) {
+                          "h: 1", "[::1]:+5", "::1", "::1:6379", "fe80::1%eth0"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_address(bad, 6379), ConfigError);
   }

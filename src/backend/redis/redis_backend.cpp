@@ -423,8 +423,16 @@ private:
         Connection connection(sentinel, sentinel_options());
         Reply reply = connection.call({"SENTINEL", "get-master-addr-by-name", m_master_name});
         if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
-          m_address = parse_address(reply.elements[0].str, k_default_port);
-          if (auto port = to_integer(reply.elements[1].str)) m_address.port = static_cast<int>(*port);
+          // The sentinel gives a bare IP (an IPv6 one without brackets)
+          // and the port apart.
+          const std::string &host = reply.elements[0].str;
+          auto port = to_integer(reply.elements[1].str);
+          if (host.empty() || host.size() > 255 || !port || *port < 1 || *port > 65535)
+            throw UnavailableError(
+                fmt::format("sentinel {} names master '{}' with a bad address", sentinel.display(), m_master_name));
+          m_address = {};
+          m_address.host = host;
+          m_address.port = static_cast<int>(*port);
           m_check_role = true;
           detail(1, "sentinel {} names {} as master '{}'", sentinel.display(), m_address.display(), m_master_name);
           return m_address;
