@@ -4,10 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <poll.h>
 #include <string_view>
 
@@ -16,28 +13,6 @@ namespace dlock::backend::etcd {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool iequals(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
-bool icontains(std::string_view text, std::string_view word) {
-  for (std::size_t i = 0; i + word.size() <= text.size(); ++i)
-    if (iequals(text.substr(i, word.size()), word)) return true;
-  return false;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
-
-constexpr std::size_t k_max_head = 65536;
 
 } // namespace
 
@@ -115,105 +90,36 @@ int HttpConnection::fill(std::size_t limit, Deadline deadline, int wake_fd, Comp
 
 int HttpConnection::read_head(Deadline deadline, int wake_fd) {
   for (;;) {
-    std::size_t end = m_in.find("\r\n\r\n");
-    if (end == std::string::npos) {
-      if (m_in.size() >= k_max_head) fail("response headers too long");
-      int got = fill(k_max_head - m_in.size(), deadline, wake_fd,
-                     [this] { return m_in.find("\r\n\r\n") != std::string::npos; });
+    std::optional<http::Head> head;
+    try {
+      head = http::parse_head(m_in);
+    } catch (const http::FramingError &error) {
+      fail(error.what());
+    }
+    if (!head) {
+      int got = fill(http::k_max_head - m_in.size(), deadline, wake_fd,
+                     [this] { return m_in.find("\r\n\r\n") != std::string::npos || m_in.size() >= http::k_max_head; });
       if (got == 0) lost("connection closed by the server");
       if (got < 0) {
-        if (m_in.size() >= k_max_head) fail("response headers too long");
+        if (m_in.size() >= http::k_max_head) fail("response headers too long");
         return got;
       }
       continue;
     }
-    std::string_view head(m_in.data(), end + 2);
-    std::size_t eol = head.find("\r\n");
-    std::string_view line = head.substr(0, eol);
-    int status = 0;
-    if (!line.starts_with("HTTP/1.") || line.size() < 12 ||
-        std::from_chars(line.data() + 9, line.data() + 12, status).ptr != line.data() + 12 || status < 100)
-      fail(fmt::format("not an HTTP response: '{}'", line.substr(0, 80)));
-    m_keep = line.starts_with("HTTP/1.1");
-    bool chunked = false, has_length = false;
-    m_left = 0;
-    for (head.remove_prefix(eol + 2); !head.empty(); head.remove_prefix(eol + 2)) {
-      eol = head.find("\r\n");
-      line = head.substr(0, eol);
-      std::size_t colon = line.find(':');
-      if (colon == std::string_view::npos) continue;
-      std::string_view name = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
-      if (iequals(name, "content-length")) {
-        has_length =
-            std::from_chars(value.data(), value.data() + value.size(), m_left).ptr == value.data() + value.size();
-        if (!has_length) fail(fmt::format("bad Content-Length '{}'", value));
-      } else if (iequals(name, "transfer-encoding")) {
-        chunked = icontains(value, "chunked");
-      } else if (iequals(name, "connection")) {
-        if (icontains(value, "close"))
-          m_keep = false;
-        else if (icontains(value, "keep-alive"))
-          m_keep = true;
-      }
-    }
-    m_in.erase(0, end + 4);
-    if (status < 200 && status != 101) continue; // 100 Continue and the like: the answer follows
-    m_chunk = Chunk::size_line;
-    if (chunked) {
-      m_framing = Framing::chunked;
-    } else if (has_length || status == 204 || status == 304) {
-      m_framing = Framing::length;
-    } else {
-      m_framing = Framing::until_close;
-      m_keep = false;
-    }
-    return status;
+    m_in.erase(0, head->size);
+    if (head->status < 200 && head->status != 101) continue; // 100 Continue and the like: the answer follows
+    m_keep = head->keep;
+    m_body = http::BodyDecoder(*head);
+    return head->status;
   }
 }
 
 bool HttpConnection::decode(std::string &out) {
-  if (m_framing == Framing::until_close) {
-    out += m_in;
-    m_in.clear();
-    return false;
+  try {
+    return m_body.decode(m_in, out);
+  } catch (const http::FramingError &error) {
+    fail(error.what());
   }
-  std::size_t used = 0; // consumed bytes of m_in, erased once at the end
-  bool complete = false;
-  for (;;) {
-    if (m_framing == Framing::length || m_chunk == Chunk::data) {
-      std::size_t take = std::min(m_left, m_in.size() - used);
-      out.append(m_in, used, take);
-      used += take;
-      m_left -= take;
-      if (m_left > 0) break;
-      if (m_framing == Framing::length) {
-        complete = true;
-        break;
-      }
-      m_chunk = Chunk::data_end;
-    }
-    std::size_t eol = m_in.find("\r\n", used);
-    if (eol == std::string::npos) {
-      if (m_in.size() - used > 4096) fail("malformed chunked response");
-      break;
-    }
-    std::string_view line(m_in.data() + used, eol - used);
-    used = eol + 2;
-    if (m_chunk == Chunk::data_end) {
-      if (!line.empty()) fail("malformed chunked response");
-      m_chunk = Chunk::size_line;
-    } else if (m_chunk == Chunk::size_line) {
-      line = trim(line.substr(0, line.find(';')));
-      auto parsed = std::from_chars(line.data(), line.data() + line.size(), m_left, 16);
-      if (line.empty() || parsed.ptr != line.data() + line.size()) fail("malformed chunk size");
-      m_chunk = m_left == 0 ? Chunk::trailer : Chunk::data;
-    } else if (line.empty()) { // the blank line after the last chunk's trailers
-      complete = true;
-      break;
-    }
-  }
-  m_in.erase(0, used);
-  return complete;
 }
 
 int HttpConnection::exchange(const std::string &request, Deadline deadline, int wake_fd) {
@@ -261,9 +167,11 @@ std::optional<HttpResponse> HttpConnection::post(const std::string &path, const 
       if (response.body.size() >= net::k_max_reply) fail(net::too_large_message(net::k_max_reply));
       return decode(response.body);
     };
-    if (m_framing == Framing::length && m_left >= net::k_max_reply) fail(net::too_large_message(net::k_max_reply));
-    got = fill(net::k_max_reply + k_max_head, deadline, interrupt_fd, complete);
-    if (got == 0 && m_framing != Framing::until_close) fail("connection closed in the middle of an answer");
+    if (m_body.framing() == http::Framing::length && m_body.left() >= net::k_max_reply)
+      fail(net::too_large_message(net::k_max_reply));
+    got = fill(net::k_max_reply + http::k_max_head, deadline, interrupt_fd, complete);
+    if (got == 0 && m_body.framing() != http::Framing::until_close)
+      fail("connection closed in the middle of an answer");
     if (got == -2 && response.body.size() + m_in.size() >= net::k_max_reply)
       fail(net::too_large_message(net::k_max_reply));
   }
@@ -299,7 +207,7 @@ bool HttpConnection::read_stream(std::string &out, Deadline until, int wake_fd) 
       return ended || out.size() > before;
     };
     if (!progress()) {
-      int got = fill(k_max_head, until, wake_fd, progress);
+      int got = fill(http::k_max_head, until, wake_fd, progress);
       if (got == 0) {
         close();
         return false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/etcd/http_framing.hpp"
 #include "core/duration.hpp"
 #include "core/net.hpp"
 #include "core/stream.hpp"
@@ -57,8 +58,6 @@ public:
   int fd() const { return m_stream.fd(); }
 
 private:
-  enum class Framing { length, chunked, until_close };
-  enum class Chunk { size_line, data, data_end, trailer };
   struct Stale {}; // a kept-alive connection found closed: send again
 
   void connect(Deadline deadline);
@@ -79,14 +78,12 @@ private:
   Millis m_connect_timeout;
   std::string m_where, m_host;
   net::Stream m_stream;
-  std::string m_in;      // received bytes not yet consumed
-  bool m_reused = false; // a response was read on this connection
-  bool m_fresh = false;  // no byte of the current response arrived yet
-  bool m_keep = true;    // the server keeps the connection open
-  bool m_busy = false;   // a request is in flight (or a stream open)
-  Framing m_framing = Framing::length;
-  Chunk m_chunk = Chunk::size_line;
-  std::size_t m_left = 0; // bytes left in the body or the current chunk
+  std::string m_in;         // received bytes not yet consumed
+  bool m_reused = false;    // a response was read on this connection
+  bool m_fresh = false;     // no byte of the current response arrived yet
+  bool m_keep = true;       // the server keeps the connection open
+  bool m_busy = false;      // a request is in flight (or a stream open)
+  http::BodyDecoder m_body; // the current response's body
 };
 
 } // namespace dlock::backend::etcd
