@@ -1,5 +1,6 @@
 #include "backend/file/file_backend.hpp"
 
+#include "backend/file/file_news.hpp"
 #include "backend/file/lock_dir.hpp"
 #include "backend/file/proc_locks.hpp"
 #include "backend/file/record.hpp"
@@ -46,6 +47,7 @@ public:
   explicit FileBackend(const BackendConfig &config) : m_dir(LockDir::open(config.url, config.lock_namespace)) {}
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
+    m_news.drain();
     RenewResult result;
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) {
@@ -85,6 +87,7 @@ public:
     // leave the lock to any descendant of the job that still has its copy
     // open. Unlocking ends it for every copy of this open file at once.
     flock(held->second.fd.get(), LOCK_UN);
+    m_news.unwatch(held->second.watch);
     m_held.erase(held);
     return ours ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
@@ -96,6 +99,9 @@ public:
   }
 
   bool lock_follows_job() const override { return true; }
+
+  // News of a held lock file replaced or removed (file_news.hpp).
+  int event_fd() const override { return m_held.empty() ? -1 : m_news.fd(); }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
     LockStatus before = status(name);
@@ -119,7 +125,11 @@ public:
       unlinkat(m_dir.fd(), temp.c_str(), 0);
       throw file_error(what, err);
     }
-    std::erase_if(m_held, [&](const auto &entry) { return entry.second.file == file; });
+    std::erase_if(m_held, [&](auto &entry) {
+      if (entry.second.file != file) return false;
+      m_news.unwatch(entry.second.watch);
+      return true;
+    });
     return before;
   }
 
@@ -222,6 +232,7 @@ private:
     struct stat identity {};
     LockRecord record;
     std::size_t file_size = 0; // bytes in the file as we last wrote or read it
+    int watch = -1;            // m_news's watch of it, -1 if none
   };
 
   std::string path_of(const std::string &file) const { return m_dir.path() + "/" + file; }
@@ -336,10 +347,16 @@ private:
       Held held{std::move(fd), file, {}, {}, 0};
       if (fstat(held.fd.get(), &held.identity) != 0)
         throw file_error(fmt::format("cannot inspect lock file {}", path_of(file)), errno);
+      // Watched before the check below, so that a replacement right after
+      // the check is news, not missed until the next renewal.
+      held.watch = m_news.watch(held.fd.get(), path_of(file));
       // A file removed, renamed or replaced between our open and our lock
       // (force release, or its owner) is no lock at all: whoever opens the
       // name now gets another file. Start over on the current one.
-      if (!still_ours(held)) continue;
+      if (!still_ours(held)) {
+        m_news.unwatch(held.watch);
+        continue;
+      }
       return {AcquireOutcome::acquired, record_holder(request, std::move(held), sent_at), 0};
     }
   }
@@ -378,6 +395,7 @@ private:
 
   LockDir m_dir;
   std::map<std::string, Held> m_held; // by release token
+  FileNews m_news;                    // event_fd()
 };
 
 } // namespace
