@@ -95,6 +95,7 @@ class Cell:
                         CHAOS_NAME="chaos-" + scenario.name, CHAOS_JOB=JOB,
                         CHAOS_JOB_PREFIX="")
         self.kills = 0
+        self.term_mono = None  # when stop_all sent SIGTERM to what was left
         self.pauses = []   # pause-client: section, holder, rc, exit_ms, job_gone_ms
         self.faults = []   # server faults: kind, member, start/end wall time, ms
         self.notes = []
@@ -200,6 +201,8 @@ class Cell:
             left = marked(self.marker)
             if not left:
                 break
+            if sig == signal.SIGTERM:
+                self.term_mono = time.monotonic()
             for c in self.clients:
                 killpg(c.pid, sig)
             for pid in left:
@@ -225,7 +228,7 @@ class Cell:
         with open(self.report_path) as f:
             rep = json.load(f)
         self.records = {x["id"]: x for x in rep["records"]}
-        out = outlived(rep["records"], self.observations)
+        out = outlived(rep["records"], self.observations, term_mono=self.term_mono)
         codes, unexpected = {}, {}
         failed = 0
         for s, rc, t in self.exit_lines():

@@ -37,7 +37,8 @@ report's "records") whose fence was seen held: its last access (the latest of
 read_wall, write_wall and end_wall, the connection's close for a killed job)
 minus gone(F), floored at 0. Returns {"max_ms" (None: nothing observed;
 target 0), "sections" (more than resolution_ms, the median poll interval),
-"observed", "unobserved" (never seen held: not judged), "poll_ms" {"median",
+"observed", "unobserved" (never seen held, or killed by the harness's
+SIGTERM at the end: not judged), "poll_ms" {"median",
 "max", "polls", "failed"}, "resolution_ms", "worst" (up to 5 {"id", "fence",
 "ms", "last_access", "gone", "last_seen"} with ms > 0, longest first)}.
 Standard library; kazoo (zk) and psycopg2 (postgres) are imported when needed,
@@ -58,6 +59,7 @@ import threading
 import time
 
 INTERVAL_S, TIMEOUT_S = 0.010, 0.200
+TRACE_POLLS = 60000                 # the polls kept for the worst sections' report (10 min)
 ABANDON_S = 10.0                    # a request unanswered this long: the connection is dropped
 _NEED = object()                    # a parser's "incomplete"
 _NO_ANSWER = "no answer within %d ms" % (TIMEOUT_S * 1000)
@@ -241,8 +243,10 @@ def _exchange(pairs, deadline, enough=None):
 
 class _Poller:
     """poll(deadline) -> None (failed: records nothing; last_error says why)
-    or (wall time, fences held, fences undecided, everything undecided)."""
-    links, last_error = (), None
+    or (wall time, fences held, fences undecided, everything undecided).
+    last_answers: what each server answered to the last poll, where a
+    poller keeps it (kept with the poll for the worst sections' report)."""
+    links, last_error, last_answers = (), None, None
 
     def close(self):
         for link in self.links:
@@ -293,6 +297,9 @@ class _RedisPoller(_Poller):
         replies = _exchange([(link, self.req) for link in self.links], deadline,
                             self._decided if len(self.links) > 1 else None)
         t, (tokens, missing) = time.time(), self._count(replies)
+        self.last_answers = {self.links[k].where("")[:-2]: [r[0][:8].decode(errors="replace") if r[0] else None,
+                                                            self.token_fence.get(r[0]) if r[0] else None]
+                             if isinstance(r, list) and len(r) == 2 else repr(r)[:40] for k, r in replies.items()}
         if missing == len(self.links):
             return self.fail(self.last_error or next((l.error for l in self.links if l.error), _NO_ANSWER))
         fence = self.token_fence.get
@@ -491,6 +498,7 @@ class Observer:
         self.gaps = collections.Counter()               # intervals between successful polls, 0.1 ms buckets
         self.max_gap, self.cpu_s, self.started, self.errors = 0.0, 0.0, None, collections.Counter()
         self._stop, self._thread, self.poller = threading.Event(), None, None
+        self.trace = collections.deque(maxlen=TRACE_POLLS)  # (monotonic time, held, undecided, answers)
 
     def start(self, wait=5.0):
         """Starts polling; returns self once a poll succeeded, or after WAIT
@@ -525,7 +533,7 @@ class Observer:
                 self.errors[self.poller.last_error or "failed"] += 1
                 self.poller.last_error = None
             else:
-                self._record(*r)
+                self._record(*r, mono=time.monotonic())
                 if last_ok is not None:
                     self.gaps[int((r[0] - last_ok) * 10000)] += 1
                     self.max_gap = max(self.max_gap, (r[0] - last_ok) * 1000)
@@ -534,18 +542,19 @@ class Observer:
             next_t = max(next_t + self.interval, time.monotonic())
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
-    def _record(self, t, held, maybe, all_maybe):
+    def _record(self, t, held, maybe, all_maybe, mono):
         with self.lock:
             self.polls += 1
+            self.trace.append((mono, sorted(held), sorted(maybe), self.poller.last_answers))
             for f in held:
                 rec = self.fences.setdefault(f, {"fence": f, "first_seen": t, "gone": None, "polls_held": 0,
                                                  "reheld": 0})
                 if rec["gone"] is not None:             # held again after a poll saw it gone: never expected
                     rec["reheld"], rec["gone"] = rec["reheld"] + 1, None
-                rec["last_seen"], rec["polls_held"] = t, rec["polls_held"] + 1
+                rec["last_seen"], rec["last_seen_mono"], rec["polls_held"] = t, mono, rec["polls_held"] + 1
                 self.live.add(f)
             for f in ([] if all_maybe else list(self.live - held - maybe)):
-                self.fences[f]["gone"] = t
+                self.fences[f]["gone"], self.fences[f]["gone_mono"] = t, mono
                 self.live.discard(f)
 
     def held_now(self):
@@ -565,18 +574,30 @@ class Observer:
                     "poll_ms": {"median": median, "max": round(self.max_gap, 1) if n else None,
                                 "polls": self.polls, "failed": self.failed},
                     "errors": dict(self.errors.most_common(5)), "cpu_s": round(self.cpu_s, 3),
-                    "started": self.started, "stopped": time.time()}
+                    "started": self.started, "stopped": time.time(), "trace": list(self.trace)}
 
 
-def last_access(rec):
+def last_access(rec, clock="wall"):
     """A register section's last access: the latest of its READ, its WRITE
-    and (a killed job) the close of its connection."""
-    return max((rec[k] for k in ("read_wall", "write_wall", "end_wall") if rec.get(k) is not None), default=None)
+    and (a killed job) the close of its connection, by the wall clock or
+    (clock="mono") CLOCK_MONOTONIC, which no clock step moves."""
+    return max((rec[k + "_" + clock] for k in ("read", "write", "end") if rec.get(k + "_" + clock) is not None),
+               default=None)
 
 
-def outlived(records, observations, worst=5):
+def outlived(records, observations, worst=5, term_mono=None):
     """How long jobs kept accessing the register after the backend had
-    stopped showing their fence as held; see the module docstring."""
+    stopped showing their fence as held; see the module docstring. Measured
+    on CLOCK_MONOTONIC (the register and the observer both stamp it) where
+    both have it, else on the wall clock. Each of the worst rows carries the
+    observer's polls from 100 ms before gone to 20 ms after the last access
+    (monotonic time relative to gone, held, undecided, and per server what
+    it answered where the poller keeps it). term_mono: when the harness
+    sent SIGTERM to every process of the cell at its end; a job killed by it
+    (closed without a write, its fence gone after term_mono) is not judged:
+    its dlock released once the job died, and the register stamps the close
+    only when it gets to it, which under load can be tens of ms later.
+    """
     fences = {int(r["fence"]): r for r in observations["fences"]}
     poll_ms = observations["poll_ms"]
     resolution = poll_ms.get("median") or observations.get("interval_ms", INTERVAL_S * 1000)
@@ -587,10 +608,26 @@ def outlived(records, observations, worst=5):
         if ob is None or last is None:
             unobserved += 1
             continue
-        ms = 0.0 if ob["gone"] is None else max(0.0, (last - ob["gone"]) * 1000)
+        last_mono = last_access(rec, "mono")
+        if (term_mono is not None and rec.get("closed_without_write") and ob.get("gone_mono") is not None
+                and ob["gone_mono"] >= term_mono):
+            unobserved += 1
+            continue
+        if ob["gone"] is None:
+            ms = 0.0
+        elif last_mono is not None and ob.get("gone_mono") is not None:
+            ms = max(0.0, (last_mono - ob["gone_mono"]) * 1000)
+        else:
+            ms = max(0.0, (last - ob["gone"]) * 1000)
         rows.append({"id": rec.get("id"), "fence": ob["fence"], "ms": round(ms, 1), "last_access": last,
-                     "gone": ob["gone"], "last_seen": ob["last_seen"]})
+                     "gone": ob["gone"], "last_seen": ob["last_seen"], "_mono": (ob.get("gone_mono"), last_mono)})
     rows.sort(key=lambda r: -r["ms"])
+    trace = observations.get("trace") or []
+    for r in rows:
+        gone, last_mono = r.pop("_mono")
+        if r["ms"] > 0 and gone is not None and last_mono is not None and len([w for w in rows[:worst] if "polls" in w]) < worst:
+            r["polls"] = [[round((m - gone) * 1000, 1), held, maybe, answers] for m, held, maybe, answers in trace
+                          if gone - 0.1 <= m <= last_mono + 0.02]
     return {"max_ms": rows[0]["ms"] if rows else None, "sections": sum(1 for r in rows if r["ms"] > resolution),
             "observed": len(rows), "unobserved": unobserved, "poll_ms": dict(poll_ms),
             "resolution_ms": resolution, "worst": [r for r in rows[:worst] if r["ms"] > 0]}

@@ -56,4 +56,10 @@ def details(r):
         lines.append("  note: %s" % n)
     for f in r["failures"]:
         lines.append("  FAIL: %s" % f)
+    if r["failures"] and o["worst"] and o["worst"][0].get("polls"):
+        # what the backend showed around the worst section's end
+        w = o["worst"][0]
+        lines.append("  worst section %s (fence %s): observer polls, ms after gone [held, undecided, answers]:"
+                     % (w["id"], w["fence"]))
+        lines.extend("    %s" % json.dumps(p) for p in w["polls"][-40:])
     return lines
