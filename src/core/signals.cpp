@@ -85,7 +85,9 @@ void Signals::install() {
   action.sa_handler = on_signal;
   for (int signo : k_forwarded_signals)
     sigaction(signo, &action, nullptr);
-  action.sa_flags = SA_NOCLDSTOP;
+  // Stopped children too (no SA_NOCLDSTOP): `run` follows a job stopped
+  // from the terminal (runner/child.hpp follow_job_stop).
+  action.sa_flags = 0;
   sigaction(SIGCHLD, &action, nullptr);
   action.sa_flags = 0;
   action.sa_handler = on_alarm;

@@ -194,18 +194,53 @@ pid_t spawn_child(const ChildSpec &spec) {
   return pid;
 }
 
-void restore_terminal() {
-  if (!g_took_terminal) return;
-  g_took_terminal = false;
-  // dlock's group is in the background now: without ignoring SIGTTOU,
-  // tcsetpgrp would stop us.
+namespace {
+
+// Makes `group` the terminal's foreground process group. dlock's group may
+// be in the background at that moment: without ignoring SIGTTOU, tcsetpgrp
+// would stop us.
+void give_terminal(pid_t group) {
   struct sigaction ignore {
   }, previous{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGTTOU, &ignore, &previous);
-  tcsetpgrp(STDIN_FILENO, getpgrp());
+  tcsetpgrp(STDIN_FILENO, group);
   sigaction(SIGTTOU, &previous, nullptr);
+}
+
+} // namespace
+
+void restore_terminal() {
+  if (!g_took_terminal) return;
+  g_took_terminal = false;
+  give_terminal(getpgrp());
+}
+
+bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare) {
+  if (!g_took_terminal || (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU)) return false;
+  // As sudo does: the terminal back to our group, then we stop with the
+  // job's own signal (its default action, whatever our mask), so that the
+  // shell, which waits for dlock, sees its job stopped and takes the
+  // terminal back.
+  give_terminal(getpgrp());
+  struct sigaction stop_action {
+  }, previous{};
+  stop_action.sa_handler = SIG_DFL;
+  sigemptyset(&stop_action.sa_mask);
+  sigaction(stop_signal, &stop_action, &previous);
+  sigset_t only, mask;
+  sigemptyset(&only);
+  sigaddset(&only, stop_signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, &mask);
+  kill(getpid(), stop_signal);
+  // Continued: by fg (the shell gave our group the terminal, which goes on
+  // to the job) or by bg (it did not: the job runs in the background).
+  pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+  sigaction(stop_signal, &previous, nullptr);
+  if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) give_terminal(job_group);
+  signal_tree(job_group, SIGCONT, spare);
+  return true;
 }
 
 std::vector<Descendant> live_descendants() {

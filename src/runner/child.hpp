@@ -32,6 +32,15 @@ pid_t spawn_child(const ChildSpec &spec);
 // Gives the terminal back to dlock's own process group if spawn_child took it.
 void restore_terminal();
 
+// The job's first process was stopped by `stop_signal`. If it was stopped
+// from the terminal (SIGTSTP: Ctrl-Z; SIGTTIN, SIGTTOU: a background read
+// or write) while it had the terminal from spawn_child, dlock stops itself
+// the same way, so that the shell's job control works (fg, bg, kill %1),
+// and returns once continued, having continued the job (every process of
+// it but `spare`) and, after fg, given it the terminal again. false (and
+// nothing done) for any other stop: a job stopped by SIGSTOP stays so.
+bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare);
+
 struct Descendant {
   pid_t pid;
   pid_t process_group;

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
+#include <utility>
 
 namespace dlock::runner {
 
@@ -105,8 +106,12 @@ private:
   bool reap() {
     for (;;) {
       int status = 0;
-      pid_t pid = waitpid(-1, &status, WNOHANG);
+      pid_t pid = waitpid(-1, &status, WNOHANG | WUNTRACED);
       if (pid > 0) {
+        if (WIFSTOPPED(status)) {
+          if (pid == m_child) m_job_stop_signal = WSTOPSIG(status);
+          continue;
+        }
         if (pid == m_child) m_child_status = status;
         continue;
       }
@@ -127,6 +132,9 @@ private:
     // starts it early: the heartbeat renews at once and sees the loss.
     const int news_fd = m_backend.event_fd();
     while (!reap()) {
+      if (int stop_signal = std::exchange(m_job_stop_signal, 0);
+          stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid()))
+        detail(1, "continued after the job was stopped by signal {}", stop_signal);
       note_group_gone();
       auto now = SteadyClock::now();
       if (!heartbeat.started() && now >= first_renewal) start_renewing(heartbeat, first_renewal);
@@ -286,6 +294,7 @@ private:
   RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
+  int m_job_stop_signal = 0;            // the job's first process was stopped by it (reap)
   SteadyClock::time_point m_guarded_t0; // the lease the guard's deadline is for
   bool m_group_gone = false;
   std::string m_no_renewals; // why the heartbeat could not start, if it could not
