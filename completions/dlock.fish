@@ -21,7 +21,7 @@ function __dlock_command
             case -b --backend --namespace --config --password-file --connect-timeout
                 set skip_value 1
             case '-*'
-            case run acquire renew release status list ping version
+            case run acquire renew release status list ping config version
                 echo $token
                 return 0
             case '*'
@@ -142,6 +142,7 @@ complete -c dlock -n __dlock_no_command -a release -d 'Release a lock taken with
 complete -c dlock -n __dlock_no_command -a status -d 'Show who holds a lock'
 complete -c dlock -n __dlock_no_command -a list -d 'One row per held lock'
 complete -c dlock -n __dlock_no_command -a ping -d 'Check that the backend is reachable'
+complete -c dlock -n __dlock_no_command -a config -d 'Print the effective settings and their sources'
 complete -c dlock -n __dlock_no_command -a version -d 'Print the version and the backends'
 
 # Global options, before or after the command
@@ -167,10 +168,10 @@ complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l lost
 complete -c dlock -n '__dlock_using run; and not __dlock_wants_name; and not __dlock_after_dashdash' --arguments=-- -d 'COMMAND [ARG...] follows'
 complete -c dlock -n '__dlock_using run; and __dlock_after_dashdash' -x -a '(__dlock_complete_command)'
 
-# acquire, renew, status, list, ping: --json
+# acquire, renew, status, list, ping, config: --json
 complete -c dlock -n '__dlock_using acquire' -l json -d 'Print name, token, fence, ttl_ms and expires_at as JSON'
 complete -c dlock -n '__dlock_using renew' -l json -d 'Print name, ttl_ms and expires_at as JSON'
-complete -c dlock -n '__dlock_using status ping' -l json -d 'One JSON document'
+complete -c dlock -n '__dlock_using status ping config' -l json -d 'One JSON document'
 complete -c dlock -n '__dlock_using list' -l json -d 'A JSON array'
 
 # release

@@ -31,7 +31,7 @@ int run_acquire(const AcquireArguments &args, Context &context) {
   request.name = args.name;
   request.ttl = resolve_ttl(args.ttl, settings);
   std::optional<Millis> wait = resolve_wait(args.wait, settings);
-  int conflict = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
+  int conflict = parse_exit_code(args.conflict_exit_code, settings.conflict_exit_code, "--conflict-exit-code");
   // The holder shown by status is the script that asked, not dlock itself.
   std::string caller = command_line_of(getppid());
   request.holder = {host_name(), 0, user_name(), caller.empty() ? "dlock acquire" : caller,

@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -26,11 +28,28 @@ struct GlobalOptions {
   bool quiet = false;
 };
 
-// The effective settings. Precedence: flag > environment > config file > default.
+// A setting's value as shown and where it came from: "flag --backend",
+// "environment DLOCK_BACKEND", "FILE:LINE" or "default".
+struct Sourced {
+  std::string text;
+  std::string from;
+};
+
+// The effective settings (cli/settings.cpp). Precedence: flag >
+// environment > config file > default.
 struct Settings {
   backend::BackendConfig backend;
   ConfigFile config;
   bool quiet = false;
+  // The config file's defaults for options of run and acquire.
+  std::optional<Millis> config_ttl;
+  std::optional<std::optional<Millis>> config_wait; // inner nullopt: forever
+  std::optional<Millis> max_runtime;
+  Millis kill_after{5000};
+  int conflict_exit_code = 75;
+  int lost_exit_code = 76;
+  // Every setting, for `dlock config`, in the order shown (no secret).
+  std::vector<std::pair<std::string, Sourced>> sources;
 };
 
 struct Context {
@@ -42,7 +61,9 @@ struct Context {
   Settings settings() const;
 };
 
-// Per-command options that fall back to the config file: ttl and wait.
+// Per-command options that fall back to the config file: ttl and wait
+// (flags' bad values are usage errors, 64; the file's were checked by
+// settings(), 78).
 Millis resolve_ttl(const std::optional<std::string> &flag, const Settings &settings);
 std::optional<Millis> resolve_wait(const std::optional<std::string> &flag, const Settings &settings);
 int parse_exit_code(const std::optional<std::string> &text, int fallback, std::string_view option);
@@ -71,6 +92,7 @@ void setup_status(CLI::App &sub, Context &context);
 void setup_list(CLI::App &sub, Context &context);
 void setup_ping(CLI::App &sub, Context &context);
 void setup_version(CLI::App &sub, Context &context);
+void setup_config(CLI::App &sub, Context &context);
 
 int print_version();
 

@@ -35,14 +35,16 @@ int run_run(const RunArguments &args, Context &context) {
   options.request.ttl = resolve_ttl(args.ttl, settings);
   options.wait = resolve_wait(args.wait, settings);
   options.command = args.shell_command ? std::vector<std::string>{"/bin/sh", "-c", *args.shell_command} : args.command;
-  options.kill_after = args.kill_after ? parse_duration(*args.kill_after, "--kill-after") : Millis(5000);
+  options.kill_after = args.kill_after ? parse_duration(*args.kill_after, "--kill-after") : settings.kill_after;
   if (args.lost_kill_after) options.lost_kill_after = parse_duration(*args.lost_kill_after, "--lost-kill-after");
+  options.max_runtime = settings.max_runtime;
   if (args.max_runtime) {
     options.max_runtime = parse_duration(*args.max_runtime, "--max-runtime");
     if (options.max_runtime->count() <= 0) throw UsageError("--max-runtime must be greater than zero");
   }
-  options.conflict_exit_code = parse_exit_code(args.conflict_exit_code, 75, "--conflict-exit-code");
-  options.lost_exit_code = parse_exit_code(args.lost_exit_code, 76, "--lost-exit-code");
+  options.conflict_exit_code =
+      parse_exit_code(args.conflict_exit_code, settings.conflict_exit_code, "--conflict-exit-code");
+  options.lost_exit_code = parse_exit_code(args.lost_exit_code, settings.lost_exit_code, "--lost-exit-code");
   options.yield_after_release = true;
   options.quiet = settings.quiet;
   options.public_backend_url = settings.backend.url.without_credentials();

@@ -122,6 +122,36 @@ TEST_CASE("config files take key = value lines and reject unknown keys") {
   CHECK_THROWS_AS(load_config(std::string("/nonexistent/dlock.conf")), ConfigError);
 }
 
+TEST_CASE("config files: a comment may follow a value, a quoted value keeps its '#'") {
+  ConfigFile config = parse_config("backend = file:///srv/locks # prod\nnamespace = \"a#b\"  # quoted\n"
+                                   "ttl = 10s#not a comment\nwait = '5s'\n",
+                                   "c");
+  CHECK(config.get("backend") == "file:///srv/locks");
+  CHECK(config.get("namespace") == "a#b");
+  CHECK(config.get("ttl") == "10s#not a comment");
+  CHECK(config.get("wait") == "5s");
+  CHECK(config.where("wait") == "c:4");
+}
+
+TEST_CASE("config file errors name FILE:LINE") {
+  auto message_of = [](const std::string &text) {
+    try {
+      parse_config(text, "/etc/dlock/config");
+    } catch (const ConfigError &error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message_of("\n\nttl = 1s\nttl = 2s\n") ==
+        "config file /etc/dlock/config:4: ttl is set twice (first on line 3)");
+  CHECK(message_of("# x\nbakend = file:\n") ==
+        "config file /etc/dlock/config:2: unknown key 'bakend' (did you mean 'backend'?)");
+  CHECK(message_of("backend =   # nothing\n") == "config file /etc/dlock/config:1: backend has no value");
+  CHECK(message_of("namespace = \"open\n") == "config file /etc/dlock/config:1: unterminated quote");
+  CHECK(message_of("namespace = \"a\" b\n") == "config file /etc/dlock/config:1: text after the closing quote: 'b'");
+  CHECK(message_of("words\n") == "config file /etc/dlock/config:1: expected 'key = value'");
+}
+
 TEST_CASE("exit codes mirror the spec's table") {
   CHECK(to_int(ExitCode::not_held) == 3);
   CHECK(to_int(ExitCode::usage) == 64);
