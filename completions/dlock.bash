@@ -85,7 +85,8 @@ _dlock() {
       [[ $sub == run ]] || break
       continue
     fi
-    if [[ $sub == run ]] && ((positionals >= 1)) && { ((dashdash)) || [[ $word != -?* ]]; }; then
+    # (A lone "-" being typed is the start of an option.)
+    if [[ $sub == run ]] && ((positionals >= 1)) && { ((dashdash)) || { [[ $word != -?* ]] && { [[ $word != - ]] || ((i < cword)); }; }; }; then
       command_start=$i
       break
     fi

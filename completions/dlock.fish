@@ -56,7 +56,11 @@ function __dlock_command_start
         set -l token $tokens[$i]
         if test $dashdash = 0; and test $seen_run = 1; and test "$token" = --
             set dashdash 1
-        else if test $dashdash = 0; and string match -qr -- '^-.' $token
+        else if test $dashdash = 0; and begin
+                string match -qr -- '^-.' $token; or begin
+                    test "$token" = -; and test $i = (count $tokens)
+                end
+            end
             if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
                 set i (math $i + 1)
             end
@@ -108,7 +112,7 @@ function __dlock_complete_command
     set -l start (__dlock_command_start); or return
     set -l tokens (commandline -opc) (commandline -ct)
     set -l rest $tokens[$start..-1]
-    complete -C (string join -- ' ' (string escape -- $rest[1..-2]) $rest[-1])
+    complete --do-complete=(string join -- ' ' (string escape -- $rest[1..-2]) $rest[-1])
 end
 
 function __dlock_backends
