@@ -152,7 +152,9 @@ CommandLine split_command_line(const CLI::App &app, const std::vector<std::strin
   std::size_t before_command = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string &word = args[i];
-    if (!positional_only && word == "--" && current != &app) {
+    if (word == "--" && current == &app)
+      throw UsageError("unexpected '--' before the subcommand (usage: dlock [OPTIONS] SUBCOMMAND [ARG...])");
+    if (!positional_only && word == "--") {
       positional_only = true;
       continue;
     }
