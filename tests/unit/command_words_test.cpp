@@ -59,7 +59,7 @@ TEST_CASE("short options may be clustered, and a value may be attached") {
   CHECK(split({"run", "x", "-c", ""}).words == Words{"run", "-c", "", "--", "x"});
 }
 
-TEST_CASE("-- ends dlock's options: before NAME it is followed by NAME, after NAME by COMMAND") {
+TEST_CASE("a '--' ends dlock's options: before NAME it is followed by NAME, after NAME by COMMAND") {
   CHECK(split({"run", "x", "--", "cmd", "-v"}).command == Words{"cmd", "-v"});
   CHECK(split({"run", "x", "--", "-cmd"}).command == Words{"-cmd"});
   CHECK(split({"run", "x", "--", "--", "a"}).command == Words{"--", "a"});
@@ -70,13 +70,13 @@ TEST_CASE("-- ends dlock's options: before NAME it is followed by NAME, after NA
   CHECK(split({"run", "x", "--"}).command.empty());
 }
 
-TEST_CASE("-c with COMMAND words is left for run to refuse, with the words it saw") {
+TEST_CASE("run's -c with COMMAND words is left for run to refuse, with the words it saw") {
   cli::CommandLine line = split({"run", "x", "-c", "echo hi", "extra"});
   CHECK(line.words == Words{"run", "-cecho hi", "--", "x", "extra"});
   CHECK(line.command == Words{"extra"});
 }
 
-TEST_CASE("--help before COMMAND is dlock's, after it COMMAND's") {
+TEST_CASE("help (-h, --help) before COMMAND is dlock's, after it COMMAND's") {
   CHECK(split({"run", "x", "--help"}).help);
   CHECK(split({"run", "-h"}).help);
   CHECK(split({"--help"}).help);
