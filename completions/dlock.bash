@@ -73,14 +73,28 @@ _dlock() {
   ((cword > 0)) && prev=${words[cword - 1]}
 
   # Find the command, the backend options to pass to `dlock list`, and
-  # whether `--` (start of run's COMMAND) has been passed.
-  local sub="" i word after_dashdash=0 positionals=0
+  # where run's COMMAND starts: after NAME, the first word that is not an
+  # option of run or a global option (with or without `--` before it). The
+  # word being completed counts: after NAME, a word that does not start
+  # with `-` is COMMAND's.
+  local sub="" i word dashdash=0 positionals=0 command_start=0
   local -a backend_args=()
-  for ((i = 1; i < cword; i++)); do
+  for ((i = 1; i <= cword; i++)); do
     word=${words[i]}
-    if [[ $word == -- ]]; then
-      after_dashdash=1
+    if [[ -n $sub ]] && ((!dashdash && i < cword)) && [[ $word == -- ]]; then
+      dashdash=1
+      [[ $sub == run ]] || break
+      continue
+    fi
+    # (A lone "-" being typed is the start of an option.)
+    if [[ $sub == run ]] && ((positionals >= 1)) && { ((dashdash)) || { [[ $word != -?* ]] && { [[ $word != - ]] || ((i < cword)); }; }; }; then
+      command_start=$i
       break
+    fi
+    ((i == cword)) && break
+    if ((dashdash)); then
+      ((positionals++))
+      continue
     fi
     case $word in
     -b | --backend | --namespace | --config | --password-file)
@@ -110,23 +124,28 @@ _dlock() {
   local bash_cur=${COMP_WORDS[COMP_CWORD]}
   [[ $bash_cur == [=:] ]] && bash_cur=""
 
-  if ((after_dashdash)); then
-    # COMMAND [ARG...] of run: complete as a command line of its own.
-    local j
-    for ((j = 1; j < COMP_CWORD; j++)); do
-      if [[ ${COMP_WORDS[j]} == -- ]]; then
-        if declare -F _command_offset >/dev/null; then
-          _command_offset $((j + 1))
-        elif ((COMP_CWORD == j + 1)); then
-          mapfile -t COMPREPLY < <(compgen -c -- "$bash_cur")
-        else
-          mapfile -t COMPREPLY < <(compgen -f -- "$bash_cur")
-        fi
-        return 0
+  if ((command_start)); then
+    # COMMAND [ARG...] of run: complete as a command line of its own. Its
+    # first word in bash's COMP_WORDS, which splits at ':' and '=' too.
+    local j=0 k=0 joined=""
+    while ((k < command_start && j < COMP_CWORD)); do
+      joined+=${COMP_WORDS[j]}
+      ((j++))
+      if [[ $joined == "${words[k]}" ]]; then
+        joined=""
+        ((k++))
       fi
     done
+    if declare -F _command_offset >/dev/null && ((k == command_start)); then
+      _command_offset "$j"
+    elif ((cword == command_start)); then
+      mapfile -t COMPREPLY < <(compgen -c -- "$bash_cur")
+    else
+      mapfile -t COMPREPLY < <(compgen -f -- "$bash_cur")
+    fi
     return 0
   fi
+  ((dashdash)) && return 0
 
   local option=$prev value=$cur
   if [[ $cur == --*=* ]]; then
@@ -188,8 +207,6 @@ _dlock() {
       run | status | renew | release | list)
         if ((positionals == 0)); then
           mapfile -t candidates < <(_dlock_lock_names "${words[0]}" "$cur" "${backend_args[@]}")
-        elif [[ $sub == run ]]; then
-          candidates=(-- -c)
         fi
         ;;
       esac

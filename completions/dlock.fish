@@ -41,9 +41,45 @@ function __dlock_using
     contains -- $command $argv
 end
 
-# After "--", run's COMMAND [ARG...] follows: no dlock options there.
-function __dlock_after_dashdash
-    contains -- -- (commandline -opc)
+# Where run's COMMAND starts, as an index into the words of the line (the
+# current one included): after NAME, the first word that is not an option
+# of run or a global option (or the word after NAME once "--" was given).
+# Fails while COMMAND has not started, so that dlock's options are offered
+# only before it.
+function __dlock_command_start
+    set -l tokens (commandline -opc) (commandline -ct)
+    set -l seen_run 0
+    set -l named 0
+    set -l dashdash 0
+    set -l i 2
+    while test $i -le (count $tokens)
+        set -l token $tokens[$i]
+        if test $dashdash = 0; and test $seen_run = 1; and test "$token" = --
+            set dashdash 1
+        else if test $dashdash = 0; and begin
+                string match -qr -- '^-.' $token; or begin
+                    test "$token" = -; and test $i = (count $tokens)
+                end
+            end
+            if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
+                set i (math $i + 1)
+            end
+        else if test $seen_run = 0
+            test "$token" = run; or return 1
+            set seen_run 1
+        else if test $named = 0
+            set named 1
+        else
+            echo $i
+            return 0
+        end
+        set i (math $i + 1)
+    end
+    return 1
+end
+
+function __dlock_in_command
+    __dlock_command_start >/dev/null
 end
 
 # True while the command has no positional argument (NAME or PREFIX) yet.
@@ -73,10 +109,10 @@ end
 
 # Completes run's COMMAND [ARG...] as a command line of its own.
 function __dlock_complete_command
+    set -l start (__dlock_command_start); or return
     set -l tokens (commandline -opc) (commandline -ct)
-    set -l dashdash (contains -i -- -- $tokens)
-    set -l rest $tokens[(math $dashdash + 1)..-1]
-    complete -C (string join -- ' ' (string escape -- $rest[1..-2]) $rest[-1])
+    set -l rest $tokens[$start..-1]
+    complete --do-complete=(string join -- ' ' (string escape -- $rest[1..-2]) $rest[-1])
 end
 
 function __dlock_backends
@@ -146,27 +182,27 @@ complete -c dlock -n __dlock_no_command -a config -d 'Print the effective settin
 complete -c dlock -n __dlock_no_command -a version -d 'Print the version and the backends'
 
 # Global options, before or after the command
-complete -c dlock -n 'not __dlock_after_dashdash' -s h -l help -d 'Print help and exit'
-complete -c dlock -n 'not __dlock_after_dashdash' -l version -d 'Print the version and the built-in backends'
-complete -c dlock -n 'not __dlock_after_dashdash' -s b -l backend -x -a '(__dlock_backends)' -d 'Where locks live'
-complete -c dlock -n 'not __dlock_after_dashdash' -l namespace -x -a dlock -d 'Isolate applications sharing one backend'
-complete -c dlock -n 'not __dlock_after_dashdash' -l config -r -F -d 'Config file'
-complete -c dlock -n 'not __dlock_after_dashdash' -l password-file -r -F -d 'Read the backend password from FILE'
-complete -c dlock -n 'not __dlock_after_dashdash' -l connect-timeout -x -a '(__dlock_durations)' -d 'Bound on connecting and every round trip'
-complete -c dlock -n 'not __dlock_after_dashdash' -s q -l quiet -d 'No message when the lock is busy'
-complete -c dlock -n 'not __dlock_after_dashdash' -s v -l verbose -d 'Timings and renewals; repeat for more'
+complete -c dlock -n 'not __dlock_in_command' -s h -l help -d 'Print help and exit'
+complete -c dlock -n 'not __dlock_in_command' -l version -d 'Print the version and the built-in backends'
+complete -c dlock -n 'not __dlock_in_command' -s b -l backend -x -a '(__dlock_backends)' -d 'Where locks live'
+complete -c dlock -n 'not __dlock_in_command' -l namespace -x -a dlock -d 'Isolate applications sharing one backend'
+complete -c dlock -n 'not __dlock_in_command' -l config -r -F -d 'Config file'
+complete -c dlock -n 'not __dlock_in_command' -l password-file -r -F -d 'Read the backend password from FILE'
+complete -c dlock -n 'not __dlock_in_command' -l connect-timeout -x -a '(__dlock_durations)' -d 'Bound on connecting and every round trip'
+complete -c dlock -n 'not __dlock_in_command' -s q -l quiet -d 'No message when the lock is busy'
+complete -c dlock -n 'not __dlock_in_command' -s v -l verbose -d 'Timings and renewals; repeat for more'
 
 # run
-complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -s c -x -a '(__fish_complete_command)' -d 'Run SHELL COMMAND via /bin/sh -c'
-complete -c dlock -n '__dlock_using run acquire renew; and not __dlock_after_dashdash' -s t -l ttl -x -a '(__dlock_durations)' -d 'Lease length'
-complete -c dlock -n '__dlock_using run acquire; and not __dlock_after_dashdash' -s w -l wait -x -a '(__dlock_durations 0 forever)' -d 'How long to wait for the lock'
-complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL'
-complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l lost-kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL after a confirmed loss'
-complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l max-runtime -x -a '(__dlock_durations)' -d 'Stop the job after D and exit 124'
-complete -c dlock -n '__dlock_using run acquire; and not __dlock_after_dashdash' -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when the lock is busy'
-complete -c dlock -n '__dlock_using run; and not __dlock_after_dashdash' -l lost-exit-code -x -a 76 -d 'Exit status when the lock is lost'
-complete -c dlock -n '__dlock_using run; and not __dlock_wants_name; and not __dlock_after_dashdash' --arguments=-- -d 'COMMAND [ARG...] follows'
-complete -c dlock -n '__dlock_using run; and __dlock_after_dashdash' -x -a '(__dlock_complete_command)'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -s c -x -a '(__fish_complete_command)' -d 'Run SHELL COMMAND via /bin/sh -c'
+complete -c dlock -n '__dlock_using run acquire renew; and not __dlock_in_command' -s t -l ttl -x -a '(__dlock_durations)' -d 'Lease length'
+complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s w -l wait -x -a '(__dlock_durations 0 forever)' -d 'How long to wait for the lock'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL after a confirmed loss'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l max-runtime -x -a '(__dlock_durations)' -d 'Stop the job after D and exit 124'
+complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when the lock is busy'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-exit-code -x -a 76 -d 'Exit status when the lock is lost'
+complete -c dlock -n '__dlock_using run; and not __dlock_wants_name; and not __dlock_in_command' --arguments=-- -d 'COMMAND [ARG...] follows (needed only if it starts with -)'
+complete -c dlock -n '__dlock_using run; and __dlock_in_command' -x -a '(__dlock_complete_command)'
 
 # acquire, renew, status, list, ping, config: --json
 complete -c dlock -n '__dlock_using acquire' -l json -d 'Print name, token, fence, ttl_ms and expires_at as JSON'

@@ -1,14 +1,16 @@
 #include "cli/cli_main.hpp"
 
+#include "cli/command_words.hpp"
 #include "cli/context.hpp"
+#include "cli/help.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/url.hpp"
 #include "runner/guard.hpp"
 
 #include <CLI/CLI.hpp>
-#include <cstring>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -74,12 +76,6 @@ void mask_url_password(char *argument) {
   }
 }
 
-bool named_in(int argc, char **argv, std::string_view name) {
-  for (int i = 1; i < argc; ++i)
-    if (name == argv[i]) return true;
-  return false;
-}
-
 void ensure_standard_descriptors() {
   // Started with 0, 1 or 2 closed, our own pipes would take those numbers
   // and messages meant for stderr would land in them.
@@ -95,50 +91,65 @@ void ensure_standard_descriptors() {
 
 } // namespace
 
+std::unique_ptr<CLI::App> cli::make_app(Context &context, bool &show_version, const std::vector<std::string> &args) {
+  auto app = std::make_unique<CLI::App>(k_description, "dlock");
+  // Before the subcommands are added: they inherit it.
+  app->formatter(cli::make_help_formatter());
+  app->fallthrough();
+  app->require_subcommand(0, 1);
+  app->add_flag("--version", show_version, "Print the version and the built-in backends");
+  cli::setup_global(*app, context);
+  // Building CLI11 options is most of dlock's own start-up work, so only the
+  // subcommands named somewhere in argv get theirs; the others are listed
+  // (for --help) with their summary alone. A subcommand that is given is
+  // always named in argv, so parsing is unchanged.
+  for (const Command &command : k_commands) {
+    CLI::App *sub = app->add_subcommand(command.name, command.summary);
+    if (std::find(args.begin(), args.end(), command.name) != args.end()) command.setup(*sub, context);
+  }
+  return app;
+}
+
 int cli_main(int argc, char **argv) {
   ensure_standard_descriptors();
   runner::ArgumentArea argument_area(argc, argv);
   cli::Context context;
   context.argc = argc;
   context.argv = argv;
-  CLI::App app(k_description, "dlock");
-  app.fallthrough();
-  app.require_subcommand(0, 1);
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
   bool show_version = false;
-  app.add_flag("--version", show_version, "Print the version and the built-in backends");
-  cli::setup_global(app, context);
-  // Building CLI11 options is most of dlock's own start-up work, so only the
-  // subcommands named somewhere in argv get theirs; the others are listed
-  // (for --help) with their summary alone. A subcommand that is given is
-  // always named in argv, so parsing is unchanged.
-  for (const Command &command : k_commands) {
-    CLI::App *sub = app.add_subcommand(command.name, command.summary);
-    if (named_in(argc, argv, command.name)) command.setup(*sub, context);
-  }
+  std::unique_ptr<CLI::App> app = cli::make_app(context, show_version, args);
   try {
     try {
-      app.parse(argc, argv);
+      // dlock decides which words are COMMAND's (and reports unknown
+      // options and commands by name) before CLI11 sees the rest.
+      cli::CommandLine line = cli::split_command_line(*app, args);
+      std::reverse(line.words.begin(), line.words.end()); // CLI11 takes them last first
+      app->parse(line.words);
       for (int i = 1; i < argc; ++i)
         mask_url_password(argv[i]);
     } catch (const CLI::CallForHelp &) {
       // Help of the subcommand that asked for it, if any.
-      const CLI::App *target = &app;
-      for (const CLI::App *sub : app.get_subcommands())
+      const CLI::App *target = app.get();
+      for (const CLI::App *sub : app->get_subcommands())
         target = sub;
       std::cout << target->help();
       return 0;
     } catch (const CLI::CallForAllHelp &) {
-      std::cout << app.help("", CLI::AppFormatMode::All);
+      std::cout << app->help("", CLI::AppFormatMode::All);
       return 0;
     } catch (const CLI::ParseError &failure) {
       // CLI11's own exit codes (100-127) would collide with 126/127.
-      say("{} (see dlock --help)", failure.what());
+      std::string help = "dlock";
+      for (const CLI::App *sub : app->get_subcommands())
+        help += " " + sub->get_name();
+      say("{} (see {} --help)", failure.what(), help);
       return to_int(ExitCode::usage);
     }
     set_verbosity(context.global.quiet ? -1 : context.global.verbose);
     if (show_version) return cli::print_version();
     if (!context.action) {
-      std::cout << app.help();
+      std::cout << app->help();
       return to_int(ExitCode::usage);
     }
     return context.action();

@@ -96,4 +96,9 @@ void setup_config(CLI::App &sub, Context &context);
 
 int print_version();
 
+// dlock's command line definition, as cli_main parses it: global options,
+// and the subcommands, those named in `args` with their options (building
+// the others' is start-up work for nothing).
+std::unique_ptr<CLI::App> make_app(Context &context, bool &show_version, const std::vector<std::string> &args);
+
 } // namespace dlock::cli

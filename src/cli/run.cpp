@@ -4,6 +4,7 @@
 #include "runner/runner.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <unistd.h>
 
 namespace dlock::cli {
@@ -26,9 +27,12 @@ struct RunArguments {
 int run_run(const RunArguments &args, Context &context) {
   validate_name(args.name);
   if (args.shell_command && !args.command.empty())
-    throw UsageError("give either -c 'SHELL COMMAND' or -- COMMAND [ARG...], not both");
+    throw UsageError(fmt::format("-c takes the whole SHELL COMMAND as one word, and COMMAND '{}' was given too: "
+                                 "give either -c 'SHELL COMMAND' or COMMAND [ARG...], not both",
+                                 args.command.front()));
   if (!args.shell_command && args.command.empty())
-    throw UsageError("no command: dlock run NAME -- COMMAND [ARG...] or dlock run NAME -c 'SHELL COMMAND'");
+    throw UsageError(
+        "no command: dlock run [OPTIONS] NAME [--] COMMAND [ARG...] or dlock run [OPTIONS] NAME -c 'SHELL COMMAND'");
   Settings settings = context.settings();
   runner::RunOptions options;
   options.request.name = args.name;
@@ -59,7 +63,11 @@ int run_run(const RunArguments &args, Context &context) {
 void setup_run(CLI::App &run, Context &context) {
   auto args = std::make_shared<RunArguments>();
   run.add_option("name", args->name, "Lock name")->required()->type_name("NAME");
-  run.add_option("command", args->command, "Command and arguments, after --")->type_name("COMMAND");
+  // The positional named "command" makes split_command_line() hand every
+  // word from COMMAND on to it, options or not.
+  run.add_option("command", args->command,
+                 "The job: the first word after NAME that is not one of the options below starts it")
+      ->type_name("COMMAND");
   run.add_option("-c", args->shell_command, "Run SHELL COMMAND via /bin/sh -c")->type_name("'SHELL COMMAND'");
   run.add_option("-t,--ttl", args->ttl, "Lease length; renewed every ttl/3 [default 30s]")->type_name("D");
   run.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")
@@ -75,6 +83,10 @@ void setup_run(CLI::App &run, Context &context) {
       ->type_name("N");
   run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")
       ->type_name("N");
+  run.footer("After NAME, the first word that is not an option of run (or a global option) starts COMMAND,\n"
+             "and every word after it is COMMAND's, as with flock(1), env(1), timeout(1) and sudo(8):\n"
+             "'dlock run x echo -v hi' prints '-v hi'. '--' before COMMAND is allowed, never needed;\n"
+             "a COMMAND that starts with '-' needs it: dlock run x -- -cmd.");
   run.callback([args, &context] { context.action = [args, &context] { return run_run(*args, context); }; });
 }
 

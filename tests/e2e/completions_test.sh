@@ -87,6 +87,9 @@ queries=("dlock " "dlock -" "dlock --")
 for sub in "${subcommands[@]}"; do
   queries+=("dlock $sub -" "dlock $sub --")
 done
+# Command words: run's options between NAME and COMMAND; after NAME a word
+# that is not an option starts COMMAND, whose own options follow.
+queries+=("dlock run x --" "dlock run -t 5s x ech" "dlock run x echo --")
 
 # Runs every query against one completion file in one shell process and
 # fills the global array `offered`: query -> candidates, one per line.
@@ -173,6 +176,12 @@ check_offers() {
       contains_line "$here" "$option" || echo "$name: global option $option after $sub"
     done
   done
+  contains_line "${offered["dlock run x --"]-}" --ttl || echo "$name: run --ttl between NAME and COMMAND (dlock run x --)"
+  contains_line "${offered["dlock run -t 5s x ech"]-}" echo ||
+    echo "$name: command names where COMMAND starts (dlock run -t 5s x ech)"
+  if contains_line "${offered["dlock run x echo --"]-}" --ttl; then
+    echo "$name: run's --ttl offered inside COMMAND (dlock run x echo --)"
+  fi
 }
 
 # Prints "FILE: what is missing", one line each, for the completions in DIR.

@@ -51,4 +51,11 @@ wait_exit "$HOLDER_PID"
 capture "${DL[@]}" run x -- sh -c 'echo "$@"' sh -q -b foo -v --ttl 1
 [ "$rc" = 0 ] || fail "options after -- were parsed by dlock: exit $rc; stderr: $err"
 [ "$out" = "-q -b foo -v --ttl 1" ] || fail "the command did not get its own arguments: '$out'"
+# Without "--": global options between NAME and COMMAND are dlock's, those
+# after COMMAND are COMMAND's (never dlock's, "--" or not).
+capture "${raw[@]}" run x -b "$BACKEND" -q sh -c 'echo "$@"' sh -q -b foo -v --ttl 1
+[ "$rc" = 0 ] || fail "dlock run x -b URL -q CMD -q -b foo -v --ttl 1: exit $rc; stderr: $err"
+[ "$out" = "-q -b foo -v --ttl 1" ] || fail "options after COMMAND were not COMMAND's: '$out'"
+[ -z "$err" ] || fail "dlock took -v after COMMAND: $err"
+[ -e "$LOCKDIR/dlock/x.lock" ] || fail "-b between NAME and COMMAND was not used"
 pass

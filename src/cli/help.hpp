@@ -1,0 +1,24 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace CLI {
+class App;
+class Formatter;
+} // namespace CLI
+
+namespace dlock::cli {
+
+// The usage of a subcommand as its words are parsed, e.g.
+// "dlock run [OPTIONS] NAME [--] COMMAND [ARG...]", derived from its
+// positionals; subcommands with a second form (run -c, release --force)
+// get it as a second line, "   or: ...".
+std::string usage_text(const CLI::App &app);
+
+// The help layout of dlock: usage lines as above, positionals by their
+// metavariables (NAME, COMMAND [ARG...]), and in each subcommand's help the
+// global options too, since they may stand after the subcommand word.
+std::shared_ptr<CLI::Formatter> make_help_formatter();
+
+} // namespace dlock::cli
