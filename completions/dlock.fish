@@ -1,6 +1,7 @@
 # fish completion for dlock(1)
 #
-# Installed as share/fish/vendor_completions.d/dlock.fish; to try it without
+# Installed where fish looks (/usr/share/fish/vendor_completions.d for /usr,
+# /etc/fish/completions for /usr/local); to try it without
 # installing: source completions/dlock.fish
 #
 # Written by hand. tests/e2e/completions_test.sh checks that every command

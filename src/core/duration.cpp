@@ -67,7 +67,9 @@ std::optional<Millis> parse_wait(std::string_view text, std::string_view option)
 
 std::string format_duration(Millis value) {
   auto ms = value.count();
-  if (ms < 0) return "-" + format_duration(Millis(-ms));
+  // (fmt, not "-" + string: GCC 12 at -O3 warns falsely, -Wrestrict, on
+  // the concatenation; and the most negative count has no opposite.)
+  if (ms < 0) return fmt::format("-{}", format_duration(Millis(ms == Millis::min().count() ? Millis::max() : -value)));
   if (ms < 1000) return fmt::format("{}ms", ms);
   if (ms < 60'000)
     return ms % 1000 == 0 ? fmt::format("{}s", ms / 1000) : fmt::format("{:g}s", static_cast<double>(ms) / 1000.0);
