@@ -86,7 +86,7 @@ void setup_run(CLI::App &run, Context &context) {
   run.footer("After NAME, the first word that is not an option of run (or a global option) starts COMMAND,\n"
              "and every word after it is COMMAND's, as with flock(1), env(1), timeout(1) and sudo(8):\n"
              "'dlock run x echo -v hi' prints '-v hi'. '--' before COMMAND is allowed, never needed;\n"
-             "a COMMAND that starts with '-' needs it: dlock run x -- -cmd.");
+             "a COMMAND whose first word starts with a dash needs it.");
   run.callback([args, &context] { context.action = [args, &context] { return run_run(*args, context); }; });
 }
 

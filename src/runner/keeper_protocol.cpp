@@ -95,6 +95,28 @@ std::optional<KeeperRequest> parse_request(std::string_view line) {
   return request;
 }
 
+// An error message as a reply carries it: control characters as '?' and at
+// most k_message_max bytes, cut at a character boundary, so that any
+// backend's message fits the line (JSON escapes a byte to at most three).
+// Cutting again changes nothing.
+namespace {
+
+constexpr std::size_t k_message_max = 1024;
+
+std::string bounded_message(std::string message) {
+  for (char &c : message)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (message.size() > k_message_max) {
+    std::size_t cut = k_message_max - 3;
+    while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xc0) == 0x80)
+      --cut;
+    message = message.substr(0, cut) + "...";
+  }
+  return message;
+}
+
+} // namespace
+
 std::string format_reply(const KeeperReply &reply) {
   json doc;
   switch (reply.answer) {
@@ -113,7 +135,7 @@ std::string format_reply(const KeeperReply &reply) {
     doc = {{"answer", "refused"}};
     break;
   case KeeperAnswer::error:
-    doc = {{"answer", "error"}, {"code", reply.code}, {"message", reply.message}};
+    doc = {{"answer", "error"}, {"code", reply.code}, {"message", bounded_message(reply.message)}};
     break;
   }
   return dump_line(doc);
@@ -147,7 +169,7 @@ std::optional<KeeperReply> parse_reply(std::string_view line) {
     if (!code || !message) return std::nullopt;
     reply.answer = KeeperAnswer::error;
     reply.code = checked_code(*code);
-    reply.message = *message;
+    reply.message = bounded_message(*message);
   } else {
     return std::nullopt;
   }

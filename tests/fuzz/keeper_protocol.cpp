@@ -38,10 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   }
   (void)is_keeper_token(std::string(text));
   // Both ends also format what came from outside: a token from the
-  // command line, a backend's error message.
+  // command line (at most 256 bytes: resolve_token), a lock name (at most
+  // 200: validate_name), a backend's error message (any length).
   KeeperRequest request;
-  request.token = std::string(text);
-  request.lock.name = std::string(text);
+  request.token = std::string(text.substr(0, 256));
+  request.lock.name = std::string(text.substr(0, 200));
   if (auto again = parse_request(line_of(format_request(request))); !again) std::abort();
   KeeperReply reply;
   reply.answer = KeeperAnswer::error;

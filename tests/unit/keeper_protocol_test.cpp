@@ -162,3 +162,21 @@ TEST_CASE("keeper replies with numbers out of range or of the wrong type are ref
   REQUIRE(error);
   CHECK(error->code == 70); // not a code a keeper may pass on: internal
 }
+
+TEST_CASE("a backend's error message of any length and bytes fits the keeper's reply line") {
+  KeeperReply reply;
+  reply.answer = KeeperAnswer::error;
+  reply.code = 69;
+  for (std::string message : {std::string(10000, '\x1c'), std::string(5000, '"'), std::string(3000, '\xf4'),
+                              std::string(1021, 'a') + "\xc3\xa9" + std::string(100, 'b')}) {
+    reply.message = message;
+    std::string line = format_reply(reply);
+    REQUIRE(line.size() <= k_keeper_line_max);
+    line.pop_back();
+    auto parsed = parse_reply(line);
+    REQUIRE(parsed);
+    CHECK(parsed->code == 69);
+    CHECK(parsed->message.size() <= 1024 * 3);
+    CHECK(parsed->message.find('\x1c') == std::string::npos);
+  }
+}
