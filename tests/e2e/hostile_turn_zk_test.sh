@@ -13,7 +13,7 @@
 # Not in the default cases: huge (a 2 GiB frame length, then an endless
 # stream, once the session is up). The ZooKeeper C client allocates the
 # length the server announces and fills it as bytes come: dlock reached
-# 465 MB within the second. The job is still stopped in time, but the
+# 465-904 MB within the second. The job is still stopped in time, but the
 # memory is not bounded; HOSTILE_CASES=huge runs it. (The handshake itself
 # is safe: hostile_commands_zk_test.sh.)
 SCENARIO="hostile servers: a running job outlives no ZooKeeper session behind a proxy turned hostile"
