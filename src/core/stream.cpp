@@ -48,6 +48,7 @@ UniqueFd connect_unix(const Address &address, Deadline deadline, const std::stri
 } // namespace
 
 std::string too_large_message(std::size_t limit) {
+  if (limit < (1u << 20)) return fmt::format("reply larger than {} KiB: not a server dlock can talk to", limit >> 10);
   return fmt::format("reply larger than {} MiB: not a server dlock can talk to", limit >> 20);
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A hostile server cannot make dlock read forever or fill its memory:
-# every reply has a size limit (8 MiB, then 69) and every round trip ends
+# every reply has a size limit (a Redis reply 2 MiB, an etcd body 8 MiB,
+# then 69) and every round trip ends
 # by its deadline even while bytes keep arriving. Fake servers
 # (tests/hostile/fake_server.py, loopback) answer `dlock status` with a
 # huge Redis bulk string or a huge HTTP Content-Length, followed by a fast

@@ -35,6 +35,12 @@ auto discard = [](const char *, std::size_t) { return false; };
 
 } // namespace
 
+TEST_CASE("a size limit is named in KiB below 1 MiB (the four-letter words' 64 KiB), else in MiB") {
+  // It said "reply larger than 0 MiB" for 64 KiB.
+  CHECK(net::too_large_message(64u << 10) == "reply larger than 64 KiB: not a server dlock can talk to");
+  CHECK(net::too_large_message(8u << 20) == "reply larger than 8 MiB: not a server dlock can talk to");
+}
+
 TEST_CASE("read_bounded stops at its byte limit") {
   Pair pair;
   std::string bytes(100000, 'x');

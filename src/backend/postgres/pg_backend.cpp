@@ -80,6 +80,14 @@ public:
         result.reason = rows.error;
         return result;
       }
+      // Both statements return one row: anything else (a reply to another
+      // statement, from a broken pooler or proxy) confirms nothing.
+      if (rows.rows.size() != 1) {
+        result.reason = fmt::format("{}: the server's answer to the renewal has {} rows, not 1: not a server dlock "
+                                    "can count on",
+                                    m_label, rows.rows.size());
+        return result;
+      }
       if (retime) {
         node.server_ttl = *retime;
         node.connection->set_keepalive(keepalive_for(*retime));

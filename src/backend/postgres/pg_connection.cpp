@@ -4,13 +4,15 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/net.hpp"
+#include "core/stream.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <linux/tcp.h> // struct tcp_info with tcpi_bytes_received, which glibc's netinet/tcp.h lacks
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -41,6 +43,24 @@ std::string first_line(const char *message) {
 }
 
 bool contains(const std::string &text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+// libpq keeps whatever the server sends until a message is complete, and
+// takes a message's length from the server: a hostile server's endless
+// stream would grow dlock without bound until the deadline. What the
+// kernel received on a TCP socket bounds it (a UNIX socket's peer is
+// local and gives 0): at most this much for the start-up (TLS, the
+// authentication exchange and the server's parameters take a few KiB),
+// and net::k_max_reply per answer.
+constexpr std::uint64_t k_max_startup = 1u << 20;
+
+std::uint64_t bytes_received(int fd) {
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+      length < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+    return 0;
+  return info.tcpi_bytes_received;
+}
 
 } // namespace
 
@@ -93,6 +113,9 @@ PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::
         throw UnavailableError(
             fmt::format("cannot connect to PostgreSQL at {}: no connection within the connect timeout", m_label));
       wait_socket(state == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, -1, &unused);
+      if (bytes_received(pq.socket(m_conn)) > k_max_startup)
+        throw UnavailableError(
+            fmt::format("cannot connect to PostgreSQL at {}: {}", m_label, net::too_large_message(k_max_startup)));
       state = pq.connectPoll(m_conn);
     }
   } catch (...) {
@@ -174,6 +197,10 @@ Rows PgConnection::collect(SteadyClock::time_point deadline, int interrupt_fd) {
         // The server answers a cancel at once; do not wait for ever if not.
         deadline = std::min(deadline, SteadyClock::now() + Millis(2000));
       }
+      if (bytes_received(socket()) - m_received_at_send > net::k_max_reply) {
+        m_broken = true;
+        throw SessionGone(fmt::format("{}: {}", m_label, net::too_large_message(net::k_max_reply)));
+      }
       if (!pq.consumeInput(m_conn)) gone("the connection broke");
     }
     if (flushed == 1) {
@@ -218,6 +245,7 @@ void PgConnection::send(const std::string &sql, const std::vector<std::string> &
   std::vector<const char *> values;
   for (const auto &param : params)
     values.push_back(param.c_str());
+  m_received_at_send = bytes_received(socket());
   if (!pq.sendQueryParams(m_conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0))
     gone("the connection broke");

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -72,7 +73,8 @@ private:
   pg_conn *m_conn = nullptr;
   std::string m_label;
   bool m_broken = false;
-  bool m_unanswered = false; // a query timed out; its answer is read before the next
+  std::uint64_t m_received_at_send = 0; // bytes_received() when the last statement was sent
+  bool m_unanswered = false;            // a query timed out; its answer is read before the next
 };
 
 } // namespace dlock::backend::postgres

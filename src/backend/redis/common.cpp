@@ -78,7 +78,12 @@ LockStatus status_from(const std::string &name, const Reply &reply, const Keys &
   LockStatus status;
   status.name = name;
   status.detail = fmt::format("key {}", keys.lock);
-  if (reply.type != Reply::Type::array || reply.elements.size() < 2) return status;
+  // {pttl, holder fields[, fence]} and nothing else: a reply of another
+  // request is never taken for "free" or "held".
+  if (reply.type != Reply::Type::array || reply.elements.size() < 2 || reply.elements[0].type != Reply::Type::integer ||
+      reply.elements[1].type != Reply::Type::array)
+    throw UnavailableError(
+        fmt::format("unexpected reply about lock '{}' ({}): not a server dlock can talk to", name, keys.lock));
   if (reply.elements.size() > 2)
     if (auto last = to_integer(reply.elements[2].str); last && *last > 0)
       status.fence = static_cast<std::uint64_t>(*last);

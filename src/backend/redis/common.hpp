@@ -38,7 +38,7 @@ std::string glob_escape(std::string_view text);
 HolderInfo holder_from(const Reply &fields);
 std::optional<std::uint64_t> fence_from(const Reply &fields);
 // {pttl, holder fields[, last fence]} from the status and force-release
-// scripts; pttl -2: free.
+// scripts; pttl -2: free. Any other reply is 69 (UnavailableError).
 LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys);
 // A value of one "field:value" line of INFO.
 std::string info_field(const std::string &info, std::string_view field);

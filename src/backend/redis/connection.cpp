@@ -89,10 +89,10 @@ std::optional<Reply> Connection::read(Deadline deadline, int wake_fd) {
       reply = m_parser.next();
       if (!reply) {
         // Bytes until a reply is complete: within the deadline, and at
-        // most k_max_reply of them for this reply.
+        // most k_max_redis_reply of them for this reply.
         std::size_t pending = m_parser.pending();
-        if (pending >= net::k_max_reply) fail(net::too_large_message(net::k_max_reply));
-        net::Io io = m_stream.read_bounded(net::k_max_reply - pending, deadline, wake_fd,
+        if (pending >= k_max_redis_reply) fail(net::too_large_message(k_max_redis_reply));
+        net::Io io = m_stream.read_bounded(k_max_redis_reply - pending, deadline, wake_fd,
                                            [this, &reply](const char *bytes, std::size_t size) {
                                              m_parser.feed(bytes, size);
                                              reply = m_parser.next();

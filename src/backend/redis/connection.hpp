@@ -28,12 +28,18 @@ struct ConnectionOptions {
   TlsOptions tls;
 };
 
+// The size limit of one Redis reply. dlock's largest are SCAN pages of
+// 1000 key names (about 250 KiB at most); less than net::k_max_reply, so
+// that a Redlock URL of several hostile nodes, each read at once, stays
+// within a few MiB in all.
+inline constexpr std::size_t k_max_redis_reply = 2u << 20;
+
 // One connection to one Redis server over a net::Stream (TCP, unix or
 // TLS); hiredis only parses replies. Connects lazily; after any I/O error,
 // timeout or malformed reply the connection is closed (a late reply must
 // never be taken for the answer to the next command, nor a parser left in
 // its error state) and the next command reconnects. A reply is read within
-// the deadline and at most net::k_max_reply bytes.
+// the deadline and at most k_max_redis_reply bytes.
 // AUTH and SELECT travel in the same write as the first command.
 //
 // Errors are dlock::Error: 69 when the server cannot be reached or does

@@ -130,9 +130,9 @@ public:
       return result;
     }
     result.outcome = RenewOutcome::unknown;
-    result.reason = confirmed >= majority
-                        ? "the renewal took longer than the lease"
-                        : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n, failures(answers));
+    result.reason = confirmed >= majority ? "the renewal took longer than the lease"
+                                          : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n,
+                                                        failures(answers, granted_or_refused));
     return result;
   }
 
@@ -142,7 +142,12 @@ public:
     // then each node gets the connect timeout.
     Millis timeout = lease.ttl > Millis(0) ? node_timeout(lease.ttl) : m_config.connect_timeout;
     auto answers = release_on(std::vector<bool>(m_nodes->size(), true), lease.token, keys, timeout);
-    return count(answers, 1) > 0 ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+    if (count(answers, 1) > 0) return ReleaseOutcome::released;
+    // "Not the owner" needs a node that says so; with none, nothing is known.
+    if (count(answers, 0) == 0)
+      throw UnavailableError(fmt::format("could not release lock '{}': none of the {} nodes answered ({})", lease.name,
+                                         m_nodes->size(), failures(answers, granted_or_refused)));
+    return ReleaseOutcome::not_owner;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
@@ -159,12 +164,24 @@ public:
   }
 
   LockStatus status(const std::string &name) override {
+    std::vector<bool> asked(m_nodes->size(), true);
+    return status_on(name, asked);
+  }
+
+  // status() of the nodes in `asked`; a node that does not answer (it
+  // costs the connect timeout) is taken out of `asked`, so that list()
+  // waits for a silent node once, not once per name.
+  LockStatus status_on(const std::string &name, std::vector<bool> &asked) {
     Keys keys = keys_for(m_config.lock_namespace, name);
     std::string request = format_command(script_command(lua::redlock::status, keys, {})) +
                           format_command({"PUBSUB", "NUMSUB", keys.channel});
-    // Every node, for the whole picture (a node that does not answer costs
-    // the connect timeout here).
-    auto answers = m_nodes->exchange_all(request, 2, SteadyClock::now() + m_config.connect_timeout);
+    std::vector<std::string> requests;
+    for (bool ask : asked)
+      requests.push_back(ask ? request : std::string());
+    // Every node, for the whole picture.
+    auto answers = m_nodes->exchange(requests, 2, SteadyClock::now() + m_config.connect_timeout);
+    for (std::size_t i = 0; i < answers.size(); ++i)
+      if (!answers[i].answered()) asked[i] = false;
     return status_from_nodes(name, keys, answers);
   }
 
@@ -175,6 +192,7 @@ public:
     std::vector<std::string> names;
     std::vector<std::string> cursors(m_nodes->size(), "0");
     std::vector<bool> active(m_nodes->size(), true);
+    std::vector<bool> answering(m_nodes->size(), true); // the nodes that have answered every request so far
     std::size_t reachable = m_nodes->size();
     // SCAN every node in step, in parallel, until each has finished.
     while (std::count(active.begin(), active.end(), true) > 0) {
@@ -189,6 +207,7 @@ public:
         if (!answer.answered() || answer.replies.front().type != Reply::Type::array ||
             answer.replies.front().elements.size() != 2) {
           active[i] = false;
+          answering[i] = false;
           --reachable;
           continue;
         }
@@ -206,7 +225,7 @@ public:
     names.erase(std::unique(names.begin(), names.end()), names.end());
     std::vector<LockStatus> out;
     for (const auto &name : names)
-      if (LockStatus one = status(name); one.held) out.push_back(std::move(one));
+      if (LockStatus one = status_on(name, answering); one.held) out.push_back(std::move(one));
     return out;
   }
 
@@ -268,6 +287,13 @@ private:
   }
 
   std::string failures(const std::vector<NodeAnswer> &answers) const {
+    return failures(answers, [](const NodeAnswer &) { return true; });
+  }
+
+  // Why each node that gave no usable answer failed; `usable` tells the
+  // replies the request expects from the others (a reply that belongs to
+  // another request is named, not left out).
+  template <typename Usable> std::string failures(const std::vector<NodeAnswer> &answers, Usable usable) const {
     std::vector<std::string> out;
     for (std::size_t i = 0; i < answers.size(); ++i) {
       const NodeAnswer &answer = answers[i];
@@ -275,8 +301,15 @@ private:
         out.push_back(fmt::format("{} {}", m_nodes->address(i), short_error(answer.error, m_nodes->address(i))));
       else if (answer.replies.front().is_error())
         out.push_back(fmt::format("{} {}", m_nodes->address(i), answer.replies.front().str));
+      else if (answer.done && !usable(answer))
+        out.push_back(fmt::format("{} unexpected reply: not a server dlock can talk to", m_nodes->address(i)));
     }
     return fmt::format("{}", fmt::join(out, ", "));
+  }
+
+  static bool granted_or_refused(const NodeAnswer &answer) {
+    long long value = integer_at(answer, 0);
+    return value == 0 || value == 1;
   }
 
   // A node's error without "redis at ADDRESS", which is printed already:
@@ -356,11 +389,14 @@ private:
     if (granted + busy < majority) {
       // Too few nodes answered to decide anything: an outage, not a busy
       // lock (with a majority answering, a lost race or a holder is busy).
+      // 77 only if every node that failed refused us: a reply that
+      // answers another request is no refusal.
       bool auth = std::all_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) {
-        return answer.error.empty() || answer.code == ExitCode::auth;
+        if (!answer.error.empty()) return answer.code == ExitCode::auth;
+        return !answer.done || answer.replies.front().is_error() || granted_or_refused(answer);
       });
       std::string message = fmt::format("no quorum: {} of {} nodes answered, {} needed ({})", granted + busy, n,
-                                        majority, failures(answers));
+                                        majority, failures(answers, granted_or_refused));
       if (auth && failed > 0) throw Error(ExitCode::auth, message);
       throw UnavailableError(message);
     }
@@ -428,8 +464,11 @@ private:
         status.waiters = std::max<std::int64_t>(status.waiters.value_or(0), numsub.elements[1].integer);
     }
     if (reachable < m_nodes->majority())
-      throw UnavailableError(fmt::format("no quorum: {} of {} nodes answered, {} needed ({})", reachable,
-                                         m_nodes->size(), m_nodes->majority(), failures(answers)));
+      throw UnavailableError(fmt::format(
+          "no quorum: {} of {} nodes answered, {} needed ({})", reachable, m_nodes->size(), m_nodes->majority(),
+          failures(answers, [](const NodeAnswer &answer) {
+            return answer.replies.front().type == Reply::Type::array && answer.replies.front().elements.size() >= 4;
+          })));
     std::size_t held_on = 0;
     for (const auto &[token_hash, nodes] : by_token) {
       held_on = std::max(held_on, nodes.size());

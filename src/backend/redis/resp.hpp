@@ -56,7 +56,7 @@ public:
   // k_max_values values.
   std::optional<Reply> next();
   // Bytes fed that belong to the reply not yet complete (for the size
-  // limit of a reply, net::k_max_reply).
+  // limit of a reply, k_max_redis_reply).
   std::size_t pending() const;
   void reset();
 

@@ -49,6 +49,11 @@ SrvrAnswer read_srvr(const std::string &answer) {
     out.version = "unknown (srvr is not in 4lw.commands.whitelist)";
   } else if (answer.find("not currently serving requests") != std::string::npos) {
     out.error = "not serving requests (no quorum?)";
+  } else if (answer.find("Zookeeper version:") == std::string::npos || answer.find("Mode:") == std::string::npos) {
+    // Every srvr answer names the version and the mode: anything else
+    // (nothing, garbage, a cut-off answer, another word's answer) is not
+    // a ZooKeeper server that dlock can count on.
+    out.error = "not an answer to srvr: not a ZooKeeper server dlock can talk to";
   } else {
     out.version = mode.empty() ? version : fmt::format("{} ({})", version, mode);
     if (mode == "read-only") out.error = "read-only: cannot serve locks";
