@@ -61,7 +61,7 @@ enum class RenewOutcome {
 
 struct RenewResult {
   RenewOutcome outcome = RenewOutcome::unknown;
-  Millis ttl{};                      // renewed: the T the backend granted
+  Millis ttl{};                      // renewed: the T the backend granted (also when asked for 0)
   SteadyClock::time_point sent_at{}; // renewed: when the request was sent, the new t0
   std::string reason;                // lost / unknown: why, for the user's message
 };
@@ -113,14 +113,22 @@ public:
   virtual AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                                 const Interrupt &interrupt) = 0;
 
-  // Extends the lease to `ttl` if `lease.token` still owns it. `lost` only
-  // when the backend positively says the token does not own the lock;
-  // anything uncertain is `unknown`, and the caller's deadline applies.
-  // Works on a lease rebuilt from (name, token) in another process for
-  // backends that are not session bound. `answer_by`, when set, is when an
-  // answer stops being useful (the caller's kill deadline): a round trip
-  // still unanswered then ends as `unknown` (or throws) instead of holding
-  // the caller up for the whole connect timeout.
+  // Extends the lease to `ttl` from now if `lease.token` still owns it.
+  // `ttl` == 0 renews the lock for its own current length: the length it
+  // was acquired with, or given by the last renewal with an explicit ttl
+  // (a renewal with one makes it the lock's length). That length is known
+  // where the lock lives, not taken from `lease.ttl`, so a lease rebuilt
+  // from (name, token) in another process renews for it too. On success
+  // RenewResult::ttl is always the T actually granted, never 0 (what the
+  // server made of the length: etcd's whole seconds, ZooKeeper's
+  // negotiated session, Redlock's validity). `lost` only when the backend
+  // positively says the token does not own the lock; anything uncertain is
+  // `unknown`, and the caller's deadline applies. Works on a lease rebuilt
+  // from (name, token) in another process for backends that are not
+  // session bound. `answer_by`, when set, is when an answer stops being
+  // useful (the caller's kill deadline): a round trip still unanswered
+  // then ends as `unknown` (or throws) instead of holding the caller up
+  // for the whole connect timeout.
   virtual RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) = 0;
 
   // Compare-and-delete: releases only if `lease.token` still owns the lock;

@@ -19,9 +19,10 @@ struct ModuleEntry {
   const char *scheme;
   Factory factory;
 };
-// Raised whenever the Backend class changes its virtual functions: a module
-// built against another layout is refused instead of calling the wrong one.
-inline constexpr int k_module_abi_version = 3;
+// Raised whenever the Backend class changes its virtual functions or their
+// contract: a module built against another layout is refused instead of
+// calling the wrong one (4: renew with ttl 0 keeps the lock's own length).
+inline constexpr int k_module_abi_version = 4;
 
 struct BackendInfo {
   std::vector<std::string_view> schemes; // the first is the canonical one

@@ -25,16 +25,17 @@ int run_renew(const RenewArguments &args, Context &context) {
   validate_name(args.name);
   std::string token = resolve_token(context, args.token);
   Settings settings = context.settings();
-  Millis ttl = resolve_ttl(args.ttl, settings);
+  // Without --ttl the lock is renewed for its own length (the one given to
+  // acquire or to the last renew --ttl), on every backend: 0 asks for that.
+  // The ttl setting of the config file is acquire's and run's, not renew's.
+  Millis ttl = args.ttl ? resolve_ttl(args.ttl, settings) : Millis(0);
   std::chrono::steady_clock::time_point confirmed_at{};
   Millis granted{};
   std::optional<Millis> window; // the keeper's: how long it waits for the next renew
   std::uint64_t fence = 0;
   bool owned = false;
   if (held_by_keeper(token, settings)) {
-    // Without --ttl a keeper renews for the length given to acquire.
-    Millis asked = args.ttl ? ttl : Millis(0);
-    runner::KeeperReply reply = runner::keeper_renew(runner::identity_of(settings.backend, args.name), token, asked,
+    runner::KeeperReply reply = runner::keeper_renew(runner::identity_of(settings.backend, args.name), token, ttl,
                                                      settings.backend.connect_timeout * 2 + Millis(1000));
     owned = reply.answer == runner::KeeperAnswer::done;
     confirmed_at = reply.confirmed_at;
@@ -73,8 +74,8 @@ void setup_renew(CLI::App &sub, Context &context) {
   sub.add_option("token", args->token, "Release token from acquire; '-' reads it from stdin [default $DLOCK_TOKEN]")
       ->type_name("TOKEN");
   sub.add_option("-t,--ttl", args->ttl,
-                 "New lease length from now [default: the length given to acquire on session backends, else the ttl "
-                 "setting or 30s]")
+                 "New lease length from now, kept by later renewals [default: the lock's own length, the one given to "
+                 "acquire or to the last renew --ttl; the ttl setting is not used]")
       ->type_name("D");
   sub.add_flag("--json", args->json,
                "Print name, ttl_ms, expires_at (and a keeper's keeper_window_ms and renew_by) and fence as JSON");

@@ -312,3 +312,77 @@ TEST_CASE("a lease rebuilt from name and token in another client renews and rele
   CHECK(other->release(rebuilt) == ReleaseOutcome::released);
   CHECK_FALSE(client()->status(request.name).held);
 }
+
+namespace {
+// A renewal for the lock's own length (ttl 0) grants what the lock was
+// acquired with: `acquired`, as the backend reported it, or (ZooKeeper,
+// whose T is what is left of the session when the renewal was sent) a
+// little less.
+void check_own_length(const RenewResult &renewed, const Lease &acquired) {
+  REQUIRE(renewed.outcome == RenewOutcome::renewed);
+  CHECK(renewed.ttl <= acquired.ttl);
+  CHECK(renewed.ttl >= acquired.ttl - 500ms);
+}
+} // namespace
+
+TEST_CASE("renew without a length keeps the lock's own length") {
+  auto a = client();
+  auto request = request_for(unique("own-length"), 1500ms);
+  Lease held = must_acquire(*a, request);
+  // What the backend made of 1500 ms: itself (file, Redis, PostgreSQL), a
+  // validity a little below it (Redlock), whole seconds at etcd's minimum,
+  // ZooKeeper's negotiated session.
+  INFO("acquired for " << held.ttl.count() << " ms");
+  RenewResult renewed = a->renew(held, 0ms, std::nullopt);
+  check_own_length(renewed, held);
+  // A renewal with a length makes it the lock's, on this object...
+  REQUIRE(a->renew(held, 2500ms, std::nullopt).outcome == RenewOutcome::renewed);
+  RenewResult longer = a->renew(held, 0ms, std::nullopt);
+  REQUIRE(longer.outcome == RenewOutcome::renewed);
+  // 2.5 s (etcd: 3 s; ZooKeeper: still the session's), never a default.
+  CHECK(longer.ttl >= renewed.ttl - 500ms);
+  CHECK(longer.ttl <= std::max(held.ttl, 3000ms));
+  if (lease_based()) CHECK(longer.ttl >= 2400ms);
+  // ...and back again.
+  REQUIRE(a->renew(held, request.ttl, std::nullopt).outcome == RenewOutcome::renewed);
+  check_own_length(a->renew(held, 0ms, std::nullopt), held);
+  LockStatus status = a->status(request.name);
+  REQUIRE(status.held);
+  if (status.time_left) CHECK(*status.time_left <= std::max(held.ttl, request.ttl));
+  CHECK(a->release(held) == ReleaseOutcome::released);
+}
+
+TEST_CASE("renew without a length from another client keeps the lock's own length, and the lock ends then") {
+  if (!lease_based()) return;
+  auto a = client();
+  auto request = request_for(unique("own-length-rebuilt"), 1500ms);
+  Lease held = must_acquire(*a, request);
+  Lease rebuilt;
+  rebuilt.name = held.name;
+  rebuilt.token = held.token;
+  auto other = client();
+  RenewResult renewed = other->renew(rebuilt, 0ms, std::nullopt);
+  check_own_length(renewed, held);
+  LockStatus status = other->status(request.name);
+  REQUIRE(status.held);
+  if (status.time_left) CHECK(*status.time_left <= std::max(held.ttl, request.ttl));
+  // A length given from there becomes the lock's, for the next client too.
+  REQUIRE(other->renew(rebuilt, 2500ms, std::nullopt).outcome == RenewOutcome::renewed);
+  RenewResult kept = client()->renew(rebuilt, 0ms, std::nullopt);
+  REQUIRE(kept.outcome == RenewOutcome::renewed);
+  CHECK(kept.ttl <= 3000ms); // etcd: 3 s, whole seconds
+  CHECK(kept.ttl >= 2400ms); // Redlock: the validity of 2.5 s
+  REQUIRE(client()->renew(rebuilt, request.ttl, std::nullopt).outcome == RenewOutcome::renewed);
+  RenewResult last = client()->renew(rebuilt, 0ms, std::nullopt);
+  check_own_length(last, held);
+  // Nobody renews now: the lock ends about its own length after the last
+  // renewal, not a default 30 s later.
+  a.reset();
+  auto waiter = client();
+  AcquireResult next = waiter->acquire(request, SteadyClock::now() + 10s, Signals::interrupt());
+  auto waited = SteadyClock::now() - last.sent_at;
+  REQUIRE(next.outcome == AcquireOutcome::acquired);
+  CHECK(waited >= last.ttl);
+  CHECK(waited < last.ttl + 2000ms);
+  CHECK(waiter->release(*next.lease) == ReleaseOutcome::released);
+}

@@ -18,7 +18,7 @@ public:
   AcquireResult try_acquire(const LockRequest &request) override {
     if (m_locks.count(request.name)) return {AcquireOutcome::busy, std::nullopt, 0};
     Lease lease{request.name, random_hex(16), ++m_fence, request.ttl, SteadyClock::now()};
-    m_locks[request.name] = lease.token;
+    m_locks[request.name] = {lease.token, request.ttl};
     return {AcquireOutcome::acquired, lease, 0};
   }
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point>,
@@ -28,7 +28,10 @@ public:
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
     auto sent_at = SteadyClock::now();
     if (!owns(lease)) return {RenewOutcome::lost, {}, sent_at, "not held"};
-    return {RenewOutcome::renewed, ttl, sent_at, ""};
+    // 0: the lock's own length; a length given becomes it.
+    Millis &length = m_locks[lease.name].length;
+    if (ttl > Millis(0)) length = ttl;
+    return {RenewOutcome::renewed, length, sent_at, ""};
   }
   ReleaseOutcome release(const Lease &lease) override {
     if (!owns(lease)) return ReleaseOutcome::not_owner;
@@ -45,9 +48,13 @@ public:
 private:
   bool owns(const Lease &lease) const {
     auto found = m_locks.find(lease.name);
-    return found != m_locks.end() && found->second == lease.token;
+    return found != m_locks.end() && found->second.token == lease.token;
   }
-  std::map<std::string, std::string> m_locks;
+  struct Held {
+    std::string token;
+    Millis length{};
+  };
+  std::map<std::string, Held> m_locks;
   std::uint64_t m_fence = 0;
 };
 

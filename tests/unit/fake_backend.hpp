@@ -32,6 +32,7 @@ public:
     std::lock_guard lock(m_mutex);
     if (held_by_other || m_held) return {backend::AcquireOutcome::busy, std::nullopt, 0};
     m_held = true;
+    m_length = request.ttl;
     backend::Lease lease{request.name, "fake-token", next_fence++, grant(request.ttl),
                          backend::SteadyClock::now() - granted_long_ago};
     acquired_at = lease.confirmed_at;
@@ -50,10 +51,13 @@ public:
     if (renew_latency > Millis(0)) std::this_thread::sleep_for(renew_latency); // a slow network
     std::unique_lock lock(m_mutex);
     renew_times.push_back(sent_at);
+    renew_asked.push_back(ttl);
     RenewMode mode = static_cast<int>(renew_times.size()) <= confirm_first ? RenewMode::confirm : renew_mode;
     switch (mode) {
     case RenewMode::confirm:
-      result = {backend::RenewOutcome::renewed, grant(ttl), sent_at, ""};
+      // 0: the lock's own length; a length given becomes it.
+      if (ttl > Millis(0)) m_length = ttl;
+      result = {backend::RenewOutcome::renewed, grant(m_length), sent_at, ""};
       confirmed.push_back(sent_at);
       break;
     case RenewMode::refuse:
@@ -105,6 +109,7 @@ public:
   backend::PingResult ping() override { return {}; }
 
   std::vector<backend::SteadyClock::time_point> renew_times;
+  std::vector<Millis> renew_asked; // the ttl of each renewal (0: the lock's own length)
   std::vector<backend::SteadyClock::time_point> confirmed;
   backend::SteadyClock::time_point acquired_at;
   int releases = 0;
@@ -116,6 +121,7 @@ private:
   std::condition_variable m_unhang;
   bool m_unhung = false;
   bool m_held = false;
+  Millis m_length{}; // the lock's own length: from acquire or the last renewal with one
   std::atomic<bool> m_releasing{false};
 };
 

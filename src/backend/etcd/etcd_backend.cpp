@@ -91,9 +91,12 @@ public:
       // etcd cannot change a lease's TTL: another ttl means a new lease,
       // and the key moves to it (keeping its create revision, the fence).
       // etcd raises a TTL below its minimum: a lease granted here for the
-      // same ttl is what etcd gives for it, and stays.
+      // same ttl is what etcd gives for it, and stays. Asked for 0 (the
+      // lock's own length), the keep-alive is the whole renewal: the lease
+      // stays, and its TTL is what was granted.
       auto asked = m_asked.find(*current);
-      if (granted != ttl_seconds(ttl) && !(asked != m_asked.end() && asked->second == ttl_seconds(ttl))) {
+      if (ttl > Millis(0) && granted != ttl_seconds(ttl) &&
+          !(asked != m_asked.end() && asked->second == ttl_seconds(ttl))) {
         sent = SteadyClock::now();
         auto fresh = grant(ttl);
         Json txn = {

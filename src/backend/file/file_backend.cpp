@@ -62,7 +62,10 @@ public:
           fmt::format("lock file {}/{} was replaced (broken with release --force?)", m_dir.path(), held->second.file);
       return result;
     }
-    held->second.record.ttl_ms = ttl.count();
+    // 0: the lock's own length, the one its record holds (from acquire or
+    // the last renewal with a length).
+    if (ttl > Millis(0)) held->second.record.ttl_ms = ttl.count();
+    ttl = Millis(held->second.record.ttl_ms);
     held->second.record.renewed_ms = now_unix_ms();
     // The kernel lock is what counts; a record that could not be updated
     // (a full disk) only shows an older renewal time in status.

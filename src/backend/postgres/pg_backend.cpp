@@ -56,6 +56,9 @@ public:
       return result;
     }
     Held &node = held->second;
+    // 0: the lock's own length (from acquire or the last renewal with one).
+    if (ttl > Millis(0)) node.length = ttl;
+    ttl = node.length;
     auto sent = SteadyClock::now();
     auto by = sent + m_config.connect_timeout;
     if (answer_by) by = std::min(by, *answer_by);
@@ -215,6 +218,8 @@ private:
     Millis server_ttl{};
     // The latest t0 + T promised to the caller.
     SteadyClock::time_point deadline{};
+    // The lock's length: what renew() with ttl 0 renews it for.
+    Millis length{};
   };
 
   struct Found {
@@ -332,7 +337,7 @@ private:
     std::string note = note_comment(note_for(request, fence));
     connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
-    m_held[token] = Held{std::move(connection), key, note, request.ttl, sent + request.ttl};
+    m_held[token] = Held{std::move(connection), key, note, request.ttl, sent + request.ttl, request.ttl};
     Lease lease;
     lease.name = request.name;
     lease.token = token;

@@ -1,5 +1,6 @@
 #include "backend/redis/common.hpp"
 
+#include "backend/redis/scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <poll.h>
 
 namespace dlock::backend::redis {
@@ -95,6 +97,32 @@ LockStatus status_from(const std::string &name, const Reply &reply, const Keys &
     if (auto fence = fence_from(reply.elements[1])) status.fence = fence;
   }
   return status;
+}
+
+std::vector<std::string> renew_command(const Keys &keys, const std::string &token, Millis ttl) {
+  return script_command(
+      lua::renew, keys,
+      {token, std::to_string(std::max(ttl, Millis(0)).count()), std::to_string(k_unrecorded_length.count())});
+}
+
+std::optional<RenewReply> read_renew_reply(const Reply &reply) {
+  if (reply.type == Reply::Type::integer && reply.integer == 0) return RenewReply{};
+  if (reply.type != Reply::Type::array || reply.elements.size() != 2) return std::nullopt;
+  const Reply &first = reply.elements[0];
+  if (first.type != Reply::Type::integer || first.integer != 1) return std::nullopt;
+  const Reply &length = reply.elements[1];
+  std::optional<long long> ms;
+  if (length.type == Reply::Type::integer) ms = length.integer;
+  if (length.type == Reply::Type::string) ms = to_integer(length.str);
+  if (!ms || *ms < 1) return std::nullopt;
+  return RenewReply{Millis(*ms)};
+}
+
+std::optional<Millis> quorum_length(std::vector<Millis> lengths, std::size_t majority) {
+  if (majority == 0 || lengths.size() < majority) return std::nullopt;
+  std::nth_element(lengths.begin(), lengths.begin() + static_cast<std::ptrdiff_t>(majority - 1), lengths.end(),
+                   std::greater<>());
+  return lengths[majority - 1];
 }
 
 std::string info_field(const std::string &info, std::string_view field) {

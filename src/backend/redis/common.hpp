@@ -40,6 +40,24 @@ std::optional<std::uint64_t> fence_from(const Reply &fields);
 // {pttl, holder fields[, last fence]} from the status and force-release
 // scripts; pttl -2: free. Any other reply is 69 (UnavailableError).
 LockStatus status_from(const std::string &name, const Reply &reply, const Keys &keys);
+
+// A renewal without a length of a lock that has none recorded (taken by a
+// dlock from before the holder record's `ttl` field) renews it for at
+// least this long: the lease those versions' renew gave by default.
+inline constexpr Millis k_unrecorded_length{30'000};
+// EVAL of the renew script: `ttl` from now, 0 for the lock's own length.
+std::vector<std::string> renew_command(const Keys &keys, const std::string &token, Millis ttl);
+// What one server's answer to the renew script says: the length it renewed
+// the lock for, or nullopt when the token no longer owns the lock there.
+struct RenewReply {
+  std::optional<Millis> renewed_for;
+};
+// nullopt: the reply is not the renew script's ({1, ms} or 0).
+std::optional<RenewReply> read_renew_reply(const Reply &reply);
+// Redlock: how long a majority of the nodes holds a lock that the nodes
+// renewed for `lengths` (one per confirming node, each from the same send):
+// the majority-th longest. nullopt when fewer than `majority` confirmed.
+std::optional<Millis> quorum_length(std::vector<Millis> lengths, std::size_t majority);
 // A value of one "field:value" line of INFO.
 std::string info_field(const std::string &info, std::string_view field);
 

@@ -148,8 +148,10 @@ public:
     Keys keys = keys_for(lease.name);
     RenewResult result;
     result.sent_at = SteadyClock::now();
-    Reply reply = run_script(lua::renew, keys, {lease.token, std::to_string(ttl.count())}, answer_by);
-    if (reply.expect_integer(m_label, "the renew script") == 1) {
+    Reply reply = checked(main().pipeline({renew_command(keys, lease.token, ttl)}, answer_by)[0]);
+    std::optional<RenewReply> renewed = read_renew_reply(reply);
+    if (!renewed) throw UnavailableError(fmt::format("{}: unexpected reply to the renew script", m_label));
+    if (renewed->renewed_for) {
       // Under Sentinel a server that was master when it extended the lease
       // may have been replaced meanwhile: its extension then never reaches
       // the new master, where the lock runs out.
@@ -159,7 +161,7 @@ public:
         return result;
       }
       result.outcome = RenewOutcome::renewed;
-      result.ttl = ttl;
+      result.ttl = *renewed->renewed_for;
     } else {
       result.outcome = RenewOutcome::lost;
       result.reason = "the lock is no longer held with this token (its lease ran out or it was broken)";

@@ -107,9 +107,13 @@ public:
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
-    std::string request = format_command(script_command(lua::renew, keys, {lease.token, std::to_string(ttl.count())}));
+    std::string request = format_command(renew_command(keys, lease.token, ttl));
+    // Asked for the lock's own length (0), only the nodes know it: each
+    // node gets the time for the length of the lease in hand, or the
+    // connect timeout for one rebuilt from a token.
+    Millis expected = ttl > Millis(0) ? ttl : lease.ttl;
     auto started = SteadyClock::now();
-    Deadline deadline = started + node_timeout(ttl);
+    Deadline deadline = started + (expected > Millis(0) ? node_timeout(expected) : m_config.connect_timeout);
     if (answer_by) deadline = std::min(deadline, *answer_by);
     std::size_t majority = m_nodes->majority(), n = m_nodes->size();
     auto answers = m_nodes->exchange_all(request, 1, deadline, [&](const std::vector<NodeAnswer> &so_far) {
@@ -117,11 +121,17 @@ public:
     });
     RenewResult result;
     std::size_t confirmed = count(answers, 1), refused = count(answers, 0);
-    if (confirmed >= majority && validity_after(ttl, started) > Millis(0)) {
+    std::vector<Millis> lengths;
+    for (const auto &answer : answers)
+      if (answer.answered())
+        if (auto renewed = read_renew_reply(answer.replies.front()); renewed && renewed->renewed_for)
+          lengths.push_back(*renewed->renewed_for);
+    std::optional<Millis> length = quorum_length(lengths, majority);
+    if (length && validity_after(*length, started) > Millis(0)) {
       // As for acquire: the validity counted from the send.
       result.outcome = RenewOutcome::renewed;
       result.sent_at = started;
-      result.ttl = ttl - drift(ttl);
+      result.ttl = *length - drift(*length);
       return result;
     }
     if (refused > n - majority) {
@@ -130,9 +140,9 @@ public:
       return result;
     }
     result.outcome = RenewOutcome::unknown;
-    result.reason = confirmed >= majority ? "the renewal took longer than the lease"
-                                          : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n,
-                                                        failures(answers, granted_or_refused));
+    result.reason = length ? "the renewal took longer than the lease"
+                           : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n,
+                                         failures(answers, granted_or_refused));
     return result;
   }
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# PostgreSQL: `renew` without --ttl makes the acquire keeper wait for the
+# length given to acquire (or to the last renew --ttl). The shared scenario
+# is in renew_default_ttl_lib.sh.
+SCENARIO="postgres: renew without --ttl keeps the lock's own length"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/renew_default_ttl_lib.sh"
+use_postgres
+
+check_renew_keeps_length app/renewed
+pass
