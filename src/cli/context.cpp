@@ -18,15 +18,11 @@
 
 namespace dlock::cli {
 
-namespace {
-
 std::optional<std::string> env(const char *name) {
   const char *value = std::getenv(name);
   if (!value || !*value) return std::nullopt;
   return std::string(value);
 }
-
-} // namespace
 
 std::unique_ptr<backend::Backend> open_backend(const Settings &settings) {
   return backend::create_backend(settings.backend);

@@ -61,6 +61,9 @@ struct Context {
   Settings settings() const;
 };
 
+// The environment variable `name`, or nullopt if it is unset or empty.
+std::optional<std::string> env(const char *name);
+
 // Per-command options that fall back to the config file: ttl and wait
 // (flags' bad values are usage errors, 64; the file's were checked by
 // settings(), 78).

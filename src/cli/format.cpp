@@ -1,8 +1,11 @@
 #include "cli/format.hpp"
 
+#include "core/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 
 namespace dlock::cli {
 
@@ -97,6 +100,18 @@ std::string list_table(const std::vector<backend::LockStatus> &locks) {
     out += fmt::format("{:<{}}  {:<28}  {:<10}  {:<9}  {}\n", lock.name, width, holder, since, lease, fence);
   }
   return out;
+}
+
+int with_json_errors(bool as_json, const std::function<int()> &body) {
+  try {
+    return body();
+  } catch (const Error &failure) {
+    if (as_json)
+      std::cout
+          << nlohmann::ordered_json{{"error", {{"code", to_int(failure.code())}, {"message", failure.what()}}}}.dump(2)
+          << std::endl;
+    throw;
+  }
 }
 
 } // namespace dlock::cli

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,12 @@ LeaseFigures lease_figures(std::chrono::steady_clock::time_point t0, Millis gran
 // to `doc`, as of now.
 void add_lease_figures(nlohmann::ordered_json &doc, std::chrono::steady_clock::time_point t0, Millis granted,
                        std::optional<Millis> window);
+
+// Runs `body`; with `as_json`, a dlock::Error it throws (backend unreachable,
+// bad config) is also printed on stdout as {"error": {"code", "message"}}
+// before it goes on to the one `dlock:` line on stderr and the exit code,
+// so that a script reading stdout gets a document, not nothing.
+int with_json_errors(bool as_json, const std::function<int()> &body);
 
 // "3m12s ago"
 std::string age(std::chrono::system_clock::time_point since);

@@ -17,8 +17,11 @@ struct ListArguments {
 
 int run_list(const ListArguments &args, Context &context) {
   if (!args.prefix.empty()) validate_name(args.prefix, "prefix");
-  auto backend = open_backend(context.settings());
-  std::vector<backend::LockStatus> locks = backend->list(args.prefix);
+  std::vector<backend::LockStatus> locks;
+  with_json_errors(args.json, [&] {
+    locks = open_backend(context.settings())->list(args.prefix);
+    return 0;
+  });
   if (args.json) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
     for (const auto &lock : locks)

@@ -24,12 +24,6 @@ namespace dlock::cli {
 
 namespace {
 
-std::optional<std::string> env(const char *name) {
-  const char *value = std::getenv(name);
-  if (!value || !*value) return std::nullopt;
-  return std::string(value);
-}
-
 constexpr std::size_t k_max_password = 4096;
 
 // The first line of a password file: a regular, non-empty file of at most

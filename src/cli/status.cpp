@@ -18,10 +18,12 @@ struct StatusArguments {
 
 int run_status(const StatusArguments &args, Context &context) {
   validate_name(args.name);
-  auto backend = open_backend(context.settings());
-  backend::LockStatus status = backend->status(args.name);
-  std::cout << (args.json ? status_json(status).dump(2) + "\n" : status_text(status));
-  return status.held ? 0 : to_int(ExitCode::not_held);
+  return with_json_errors(args.json, [&] {
+    auto backend = open_backend(context.settings());
+    backend::LockStatus status = backend->status(args.name);
+    std::cout << (args.json ? status_json(status).dump(2) + "\n" : status_text(status));
+    return status.held ? 0 : to_int(ExitCode::not_held);
+  });
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "runner/runner.hpp"
 
 #include "core/error.hpp"
+#include "core/identity.hpp"
 #include "core/log.hpp"
 #include "core/unique_fd.hpp"
 #include "runner/child.hpp"
@@ -136,6 +137,7 @@ private:
           stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid()))
         detail(1, "continued after the job was stopped by signal {}", stop_signal);
       note_group_gone();
+      note_leftovers();
       auto now = SteadyClock::now();
       if (!heartbeat.started() && now >= first_renewal) start_renewing(heartbeat, first_renewal);
       Heartbeat::State state = heartbeat.snapshot();
@@ -153,6 +155,7 @@ private:
           begin_stop(StopReason::lease_deadline, m_no_renewals.empty() ? state.reason : m_no_renewals,
                      deadlines.kill_at, stop_kill_at);
         } else if (now >= max_at) {
+          m_child_exited_before_stop = m_child_status.has_value();
           begin_stop(StopReason::max_runtime, "", now + kill_after, stop_kill_at);
         }
       }
@@ -194,6 +197,43 @@ private:
       m_no_renewals = fmt::format("cannot start the renewal thread: {}", failure.what());
       first_renewal = SteadyClock::time_point::max();
     }
+  }
+
+  // Once the job's first process has ended while processes it started
+  // still run and keep the lock held, say which (-v) and that dlock waits
+  // for them; once per run.
+  void note_leftovers() {
+    if (m_leftovers_noted || !m_child_status) return;
+    m_leftovers_noted = true;
+    m_leftovers = describe_processes(live_descendants(), m_guard.pid());
+    if (!m_leftovers.empty())
+      detail(1, "the job {}, but processes it started still run and keep lock '{}' held: {}; waiting for them",
+             describe_status(*m_child_status), m_lease.name, m_leftovers);
+  }
+
+  // "exited 0", "was killed by signal 9"
+  static std::string describe_status(int wait_status) {
+    if (WIFSIGNALED(wait_status)) return fmt::format("was killed by signal {}", WTERMSIG(wait_status));
+    return fmt::format("exited {}", exit_status_of(wait_status));
+  }
+
+  // "pid 12 (sleep 100), pid 13 (...)": at most three, then how many more.
+  static std::string describe_processes(const std::vector<Descendant> &processes, pid_t spare) {
+    std::vector<std::string> shown;
+    std::size_t others = 0;
+    for (const Descendant &process : processes) {
+      if (process.pid == spare) continue;
+      if (shown.size() == 3) {
+        ++others;
+        continue;
+      }
+      std::string command = command_line_of(process.pid, 60);
+      shown.push_back(command.empty() ? fmt::format("pid {}", process.pid)
+                                      : fmt::format("pid {} ({})", process.pid, command));
+    }
+    std::string out = fmt::format("{}", fmt::join(shown, ", "));
+    if (others) out += fmt::format(" and {} more", others);
+    return out;
   }
 
   // Once the job's first process is reaped and no other is left in its
@@ -257,8 +297,9 @@ private:
       }
     }
     auto held_for = duration_cast<Millis>(SteadyClock::now() - m_started);
-    detail(1, "{} '{}' after {} ({} renewals)", release ? "released" : "gave up", name, format_duration(held_for),
-           state.renewals);
+    detail(1, "{} '{}' after {} ({} renewal{}); the job {}", release ? "released" : "gave up", name,
+           format_duration(held_for), state.renewals, state.renewals == 1 ? "" : "s",
+           m_child_status ? describe_status(*m_child_status) : "did not end");
     switch (m_stop) {
     case StopReason::lost:
       say("lost lock '{}': {}; the job was stopped", name,
@@ -278,8 +319,15 @@ private:
           name);
       return m_options.lost_exit_code;
     case StopReason::max_runtime:
-      say("job under lock '{}' ran past --max-runtime {}; it was stopped", name,
-          format_duration(*m_options.max_runtime));
+      // The job's first process may have ended long before: then it is what
+      // it left running that ran past the limit.
+      if (m_child_status && m_child_exited_before_stop)
+        say("job under lock '{}' {}, but processes it left ran past --max-runtime {}{}; they were stopped", name,
+            describe_status(*m_child_status), format_duration(*m_options.max_runtime),
+            m_leftovers.empty() ? "" : " (" + m_leftovers + ")");
+      else
+        say("job under lock '{}' ran past --max-runtime {}; it was stopped", name,
+            format_duration(*m_options.max_runtime));
       return to_int(ExitCode::max_runtime);
     case StopReason::none:
       break;
@@ -294,8 +342,11 @@ private:
   RunObserver *m_observer;
   pid_t m_child = -1;
   std::optional<int> m_child_status;
-  int m_job_stop_signal = 0;            // the job's first process was stopped by it (reap)
-  SteadyClock::time_point m_guarded_t0; // the lease the guard's deadline is for
+  int m_job_stop_signal = 0; // the job's first process was stopped by it (reap)
+  bool m_leftovers_noted = false;
+  bool m_child_exited_before_stop = false; // at --max-runtime, only what the job left ran
+  std::string m_leftovers;                 // what the job left running when it ended
+  SteadyClock::time_point m_guarded_t0;    // the lease the guard's deadline is for
   bool m_group_gone = false;
   std::string m_no_renewals; // why the heartbeat could not start, if it could not
   SteadyClock::time_point m_started;
@@ -360,7 +411,16 @@ backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockR
   } else {
     std::optional<SteadyClock::time_point> deadline;
     if (wait) deadline = SteadyClock::now() + *wait;
-    result = backend.acquire(request, deadline, Signals::interrupt());
+    // With -v, one attempt first, so that a wait names whom it waits for.
+    if (verbosity() >= 1) {
+      result = backend.try_acquire(request);
+      if (result.outcome == backend::AcquireOutcome::busy)
+        detail(1, "waiting for '{}' ({}), held by {}", request.name,
+               wait ? "up to " + format_duration(*wait) : std::string("forever"),
+               describe_holder(backend, request.name));
+    }
+    if (result.outcome != backend::AcquireOutcome::acquired)
+      result = backend.acquire(request, deadline, Signals::interrupt());
   }
   if (result.outcome == backend::AcquireOutcome::acquired) confirm_fresh(backend, request, *result.lease);
   return result;

@@ -85,7 +85,7 @@ check_command() {
   fi
   limit=$((1000 + HOSTILE_MARGIN_MS))
   [ "$elapsed" -lt "$limit" ] || fail "$what, $1: took $elapsed ms, more than --connect-timeout 1s + ${HOSTILE_MARGIN_MS} ms"
-  [ -n "$rss" ] && [ "$rss" -lt 32768 ] || fail "$what, $1: peak RSS ${rss:-?} KiB, not under 32 MiB"
+  check_peak_rss "$what, $1" "$rss"
 }
 
 check_hostile_commands() {
@@ -142,7 +142,7 @@ check_turn() {
   [ "$run_rc" = 76 ] || fail "$what: dlock exited $run_rc after the turn, expected 76; stderr: $err"
   assert_one_line_message "$what" "$err"
   [ "$gone" -lt "$ttl_ms" ] || fail "$what: the job was gone only $gone ms after the turn, past the ${ttl_ms} ms lease"
-  [ -n "$rss" ] && [ "$rss" -lt 32768 ] || fail "$what: peak RSS ${rss:-?} KiB, not under 32 MiB"
+  check_peak_rss "$what" "$rss"
   [ -s "$tmpdir/contender" ] || fail "$what: the contender on the real server never ran its job (exit $rc): $(cat "$tmpdir/contender.err")"
   read -r started alive <"$tmpdir/contender"
   [ "$alive" = no ] || fail "$what: the contender's job started $((started - turned)) ms after the turn while the first job still ran"

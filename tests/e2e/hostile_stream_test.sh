@@ -37,7 +37,7 @@ check_case() { # MODE SCHEME
   [ "$rc" = 69 ] || fail "$mode: exit $rc, expected 69; stderr: $err"
   assert_one_line_message "$mode" "$err"
   [ "$elapsed" -lt 3000 ] || fail "$mode: took $elapsed ms, more than --connect-timeout 2s + 1s"
-  [ -n "$rss" ] && [ "$rss" -lt 32768 ] || fail "$mode: peak RSS ${rss:-?} KiB, not under 32 MiB"
+  check_peak_rss "$mode" "$rss"
 }
 
 # HOSTILE_CASES picks some of the cases (to try one on an old binary).

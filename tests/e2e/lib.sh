@@ -207,6 +207,17 @@ assert_one_line_message() {
   esac
 }
 
+# check_peak_rss WHAT KIB: a command's peak RSS (from /usr/bin/time) must be
+# under 32 MiB. Not checked in a sanitizer build (DLOCK_SANITIZED, set by
+# CMake): ASan's shadow memory alone is over 100 MiB.
+check_peak_rss() {
+  if [ -n "${DLOCK_SANITIZED:-}" ]; then
+    echo "$1: peak RSS ${2:-?} KiB, not checked in a sanitizer build"
+    return 0
+  fi
+  [ -n "$2" ] && [ "$2" -lt 32768 ] || fail "$1: peak RSS ${2:-?} KiB, not under 32 MiB"
+}
+
 # json EXPR: evaluates a Python expression over the JSON document on stdin
 # (bound to d) and prints the result (JSON-encoded unless it is a string).
 json() {
@@ -1154,6 +1165,14 @@ check_unavailable_commands() {
   check_unavailable "acquire$opts, $where" "$limit" "${dl[@]}" acquire u
   check_unavailable "status$opts, $where" "$limit" "${dl[@]}" status u
   check_unavailable "list$opts, $where" "$limit" "${dl[@]}" list
+  # With --json a script reading stdout gets an error document, not nothing.
+  local command
+  for command in status list; do
+    # shellcheck disable=SC2046 # status takes the name u
+    check_unavailable "$command --json$opts, $where" "$limit" "${dl[@]}" $command $([ $command = status ] && echo u) --json
+    [ "$(printf '%s' "$out" | json 'd["error"]["code"]')" = 69 ] && [ -n "$(printf '%s' "$out" | json 'd["error"]["message"]')" ] ||
+      fail "$command --json$opts, $where: stdout is not an error document with code 69: '$out'"
+  done
   check_unavailable "release --force$opts, $where" "$limit" "${dl[@]}" release u --force
   check_ping_unreachable "ping$opts, $where" "$limit" "${dl[@]}" ping
 }

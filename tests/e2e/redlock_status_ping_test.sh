@@ -105,7 +105,14 @@ printf '%s\n' "$out" | grep -qiE 'quorum:? +yes' || fail "ping with 2 of 5 nodes
 for i in 4 5; do
   printf '%s\n' "$out" | grep -F "$(node_address "$i")" | grep -qiE 'unreachable|refused|down' ||
     fail "ping does not show node $i ($(node_address "$i")) as unreachable: $out"
+  printf '%s\n' "$out" | grep -F "$(node_address "$i")" | grep -q 'rtt' &&
+    fail "ping shows a round trip for the unreachable node $i: $out"
 done
+printf '%s\n' "$out" | grep -qE '^state: +degraded: 2 of 5 nodes unusable' || fail "ping with 2 of 5 nodes down does not say degraded: $out"
+capture "${DL[@]}" ping --json
+[ "$rc" = 0 ] || fail "ping --json with 2 of 5 nodes down exited $rc"
+[ "$(printf '%s' "$out" | json 'd["ok"] and d["degraded"] and [n["rtt_ms"] for n in d["nodes"]][3:] == [None, None]')" = true ] ||
+  fail "ping --json with 2 of 5 nodes down: expected ok, degraded and no rtt_ms for the two down: $out"
 
 # Three nodes down: no quorum.
 stop_node 3
