@@ -411,16 +411,13 @@ backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockR
   } else {
     std::optional<SteadyClock::time_point> deadline;
     if (wait) deadline = SteadyClock::now() + *wait;
-    // With -v, one attempt first, so that a wait names whom it waits for.
-    if (verbosity() >= 1) {
-      result = backend.try_acquire(request);
-      if (result.outcome == backend::AcquireOutcome::busy)
-        detail(1, "waiting for '{}' ({}), held by {}", request.name,
-               wait ? "up to " + format_duration(*wait) : std::string("forever"),
-               describe_holder(backend, request.name));
-    }
-    if (result.outcome != backend::AcquireOutcome::acquired)
-      result = backend.acquire(request, deadline, Signals::interrupt());
+    // With -v, whom the wait is for: a look (status) only, never an extra
+    // attempt, which would join and leave a queue and wake other waiters.
+    if (verbosity() >= 1)
+      if (std::string holder = describe_holder(backend, request.name); !holder.empty())
+        detail(1, "waiting for '{}' ({}){}", request.name,
+               wait ? "up to " + format_duration(*wait) : std::string("forever"), holder);
+    result = backend.acquire(request, deadline, Signals::interrupt());
   }
   if (result.outcome == backend::AcquireOutcome::acquired) confirm_fresh(backend, request, *result.lease);
   return result;

@@ -13,7 +13,7 @@ SCENARIO="messages: whom a wait is for, the job's status, leftover processes"
 start_holder h m
 capture "${DL[@]}" -v run m --wait 300ms -- true
 [ "$rc" = 75 ] || fail "run --wait 300ms on a held lock exited $rc: $err"
-case $err in *"waiting for 'm' (up to 300ms), held by"*"pid $HOLDER_PID"*) ;; *)
+case $err in *"waiting for 'm' (up to 300ms) (held by pid $HOLDER_PID on "*) ;; *)
   fail "-v does not say whom the wait is for (dlock pid $HOLDER_PID): $err" ;; esac
 release_holder h
 

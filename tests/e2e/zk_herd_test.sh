@@ -81,10 +81,12 @@ import json, re, sys
 nodes = json.load(open(sys.argv[1]))
 by_session = {}
 for i in range(1, int(sys.argv[3]) + 1):
-    m = re.search(r"session (0x[0-9a-f]+)", open("%s/w%d.err" % (sys.argv[2], i)).read())
+    # The last session named: a waiter looks at the holder first (status,
+    # a session of its own), then queues in the lock's session.
+    m = re.findall(r"session (0x[0-9a-f]+)", open("%s/w%d.err" % (sys.argv[2], i)).read())
     if not m:
         sys.exit("waiter %d: dlock -v did not name its session" % i)
-    by_session[int(m.group(1), 16)] = i
+    by_session[int(m[-1], 16)] = i
 nodes.sort(key=lambda n: n["name"].rsplit("-", 1)[-1])
 order = [by_session.get(n["ephemeralOwner"]) for n in nodes[1:]]
 if None in order:
