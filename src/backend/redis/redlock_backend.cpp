@@ -140,9 +140,9 @@ public:
       return result;
     }
     result.outcome = RenewOutcome::unknown;
-    result.reason = length ? "the renewal took longer than the lease"
-                           : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n,
-                                         failures(answers, granted_or_refused));
+    result.reason =
+        length ? "the renewal took longer than the lease"
+               : fmt::format("only {} of {} nodes confirmed ({})", confirmed, n, failures(answers, granted_or_refused));
     return result;
   }
 

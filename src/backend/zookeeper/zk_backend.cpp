@@ -72,8 +72,7 @@ public:
     }
   }
 
-  // The lease is the session's, whose timeout was negotiated when it was
-  // opened: any ttl, 0 (the lock's own length) included, renews for that.
+  // The lease is the session's, negotiated when it was opened: any ttl (0 too) renews for that.
   RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
     auto held = m_held.find(lease.token);
