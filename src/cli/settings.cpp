@@ -101,7 +101,8 @@ void check_config(const ConfigFile &config, Settings &settings) {
   check_value(config, "ttl", [&](const std::string &text) { settings.config_ttl = ttl_duration(text, "ttl"); });
   check_value(config, "wait", [&](const std::string &text) { settings.config_wait = parse_wait(text, "wait"); });
   check_value(config, "connect_timeout", [](const std::string &text) { positive_duration(text, "connect_timeout"); });
-  check_value(config, "password_file", [](const std::string &text) { read_password_file(text); });
+  check_value(config, "password_file",
+              [&](const std::string &text) { settings.backend.password = read_password_file(text); });
   check_value(config, "max_runtime",
               [&](const std::string &text) { settings.max_runtime = positive_duration(text, "max_runtime"); });
   check_value(config, "kill_after",
@@ -155,16 +156,16 @@ Settings Context::settings() const {
   settings.backend.connect_timeout = positive_duration(timeout.text, "--connect-timeout");
   settings.sources.push_back({"connect_timeout", timeout});
 
+  // The file's password_file was read by check_config (once: it may warn),
+  // and is what counts unless the flag or the environment gives another.
   Sourced password{"none", "default"};
+  if (auto file = config.get("password_file")) password = {"from " + *file, config.where("password_file")};
   if (global.password_file) {
     settings.backend.password = read_password_file(*global.password_file);
     password = {"from " + *global.password_file, "flag --password-file"};
   } else if (auto from_env = env("DLOCK_PASSWORD")) {
     settings.backend.password = from_env;
     password = {"set", "environment DLOCK_PASSWORD"};
-  } else if (auto file = config.get("password_file")) {
-    settings.backend.password = read_password_file(*file);
-    password = {"from " + *file, config.where("password_file")};
   }
   settings.sources.push_back({"password", password});
 

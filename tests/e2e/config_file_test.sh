@@ -86,6 +86,7 @@ printf 'password_file = %s\n' "$tmpdir/pw" >"$conf"
 capture "${D[@]}" config
 [ "$rc" = 0 ] || fail "a readable password file exited $rc: $err"
 case $err in *warning*"$tmpdir/pw"*) ;; *) fail "a password file others can read gives no warning: $err" ;; esac
+[ "$(printf '%s\n' "$err" | grep -c warning)" = 1 ] || fail "the warning about the password file is not given once: $err"
 case $out$err in *s3cret*) fail "dlock config shows the password" ;; esac
 chmod 600 "$tmpdir/pw"
 capture "${D[@]}" config
