@@ -149,6 +149,11 @@ class Cell:
         target = None if quick else (self.args.target or
                                      -(-LONG_SECTIONS // (self.args.cells or len(self.args.scenario_list))))
         duration = 1800.0 if self.args.target else self.args.duration  # a top-up runs to its target
+        if quick:
+            # a scenario whose faults take long (a 3 s isolation, then a
+            # leader election) may need more than 8 s for its two faults
+            duration = max(duration, self.scenario.quick_min_duration_s)
+        self.duration = duration
         t_end = time.monotonic() + duration
         next_fault = time.monotonic() + self.scenario.first_fault_s
         next_stats = time.monotonic() + 1.0

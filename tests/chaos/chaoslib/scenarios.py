@@ -32,6 +32,7 @@ def register(sc):
 class Scenario:
     name = ""
     first_fault_s = 1.0
+    quick_min_duration_s = 0.0  # a quick cell runs at least this long
 
     def applies(self, backend):
         """False: the cell is not run (reported as skipped)."""
