@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
 #include <netdb.h>
@@ -21,21 +22,31 @@ int millis_until(Deadline deadline) {
   return left > 600'000 ? 600'000 : static_cast<int>(left);
 }
 
-namespace {
-
-struct Resolved {
-  sockaddr_storage address{};
-  socklen_t length = 0;
-};
+std::string Endpoint::display() const {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (address.ss_family == AF_INET) {
+    const auto *v4 = reinterpret_cast<const sockaddr_in *>(&address);
+    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+    port = ntohs(v4->sin_port);
+    return fmt::format("{}:{}", host, port);
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto *v6 = reinterpret_cast<const sockaddr_in6 *>(&address);
+    inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+    port = ntohs(v6->sin6_port);
+  }
+  return fmt::format("[{}]:{}", host, port);
+}
 
 // Host names are resolved with getaddrinfo_a so that a hanging resolver is
 // bounded by the connect timeout like everything else; numeric addresses
 // (the common case in configs) skip the resolver entirely.
-std::vector<Resolved> resolve(const Address &address, Deadline deadline, const std::string &where) {
-  std::vector<Resolved> out;
+std::vector<Endpoint> resolve(const Address &address, Deadline deadline, const std::string &where) {
+  std::vector<Endpoint> out;
   auto take = [&out](const addrinfo *list) {
     for (const addrinfo *item = list; item; item = item->ai_next) {
-      Resolved entry;
+      Endpoint entry;
       std::memcpy(&entry.address, item->ai_addr, item->ai_addrlen);
       entry.length = item->ai_addrlen;
       out.push_back(entry);
@@ -91,8 +102,6 @@ std::vector<Resolved> resolve(const Address &address, Deadline deadline, const s
   return out;
 }
 
-} // namespace
-
 std::string Address::display() const {
   if (!socket_path.empty()) return socket_path;
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
@@ -135,7 +144,7 @@ Address parse_address(const std::string &text, int default_port) {
 
 UniqueFd connect_tcp(const Address &address, Deadline deadline, const std::string &where, Millis timeout) {
   std::string last_error = "no address";
-  for (const Resolved &target : resolve(address, deadline, where)) {
+  for (const Endpoint &target : resolve(address, deadline, where)) {
     UniqueFd fd(socket(target.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd) throw UnavailableError(errno_message("socket", errno));
     int error = 0;

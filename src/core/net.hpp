@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <string>
+#include <sys/socket.h>
+#include <vector>
 
 namespace dlock::net {
 
@@ -23,6 +25,20 @@ struct Address {
 // "host", "host:port", "[v6]", "[v6]:port" as written in a URL; throws
 // ConfigError (78) on a malformed one.
 Address parse_address(const std::string &text, int default_port);
+
+// One socket address a host stands for.
+struct Endpoint {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  // "ip:port" (IPv6 in brackets), for messages.
+  std::string display() const;
+};
+
+// The addresses `address` (a host and port, not a socket path) stands
+// for. Host names are resolved with getaddrinfo_a, so a hanging resolver
+// is bounded by `deadline`; numeric addresses never ask a resolver.
+// Throws UnavailableError (69) naming `where`.
+std::vector<Endpoint> resolve(const Address &address, Deadline deadline, const std::string &where);
 
 // A non-blocking TCP connection (TCP_NODELAY, close-on-exec) to the first
 // address of `address` that accepts one before `deadline`. Host names are

@@ -1,5 +1,7 @@
 #include "backend/zookeeper/session.hpp"
 
+#include "backend/zookeeper/frame_limit.hpp"
+
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -169,6 +171,7 @@ Session::Session(const SessionOptions &options) : m_options(options) {
     g_last_error.clear();
     g_refused = 0;
   }
+  clear_frame_refusal();
   auto timeout_ms = static_cast<int>(std::clamp<Millis::rep>(options.session_timeout.count(), 1, 1 << 30));
   // The leader starts the session's clock when it creates the session,
   // after this.
@@ -196,21 +199,26 @@ Session::Session(const SessionOptions &options) : m_options(options) {
     if (state == ZOO_AUTH_FAILED_STATE)
       throw Error(ExitCode::auth, fmt::format("{}: ZooKeeper refused the credentials", options.label));
     std::string cause;
+    std::string hint = "is the server running?";
     {
       std::lock_guard lock(g_log_mutex);
       // Every address refused: nothing listens there, no point waiting.
-      if (static_cast<std::size_t>(g_refused) >= hosts)
+      if (static_cast<std::size_t>(g_refused) >= hosts) {
         cause = "connection refused";
-      else if (SteadyClock::now() >= deadline)
-        cause = g_last_error.empty() ? fmt::format("no session within {}", format_duration(options.connect_timeout))
-                                     : g_last_error;
+      } else if (SteadyClock::now() >= deadline) {
+        cause = last_frame_refusal();
+        if (!cause.empty())
+          hint = "is that a ZooKeeper server?";
+        else
+          cause = g_last_error.empty() ? fmt::format("no session within {}", format_duration(options.connect_timeout))
+                                       : g_last_error;
+      }
     }
     if (!cause.empty()) {
       zookeeper_close(m_handle);
       m_handle = nullptr;
-      throw UnavailableError(
-          fmt::format("cannot reach ZooKeeper at {}: {} (is the server running? --connect-timeout {})", options.label,
-                      cause, format_duration(options.connect_timeout)));
+      throw UnavailableError(fmt::format("cannot reach ZooKeeper at {}: {} ({} --connect-timeout {})", options.label,
+                                         cause, hint, format_duration(options.connect_timeout)));
     }
     // Connection attempts are logged, not signalled: look again every 10ms.
     wait_event(std::min(deadline, SteadyClock::now() + Millis(10)), -1);
@@ -433,6 +441,10 @@ void Session::fail(int rc, const std::string &what) const {
                                             m_options.label, what));
   if (rc == ZAUTHFAILED)
     throw Error(ExitCode::auth, fmt::format("{}: ZooKeeper refused the credentials", m_options.label));
+  // A connection cut for an oversized frame shows as a lost one: say why.
+  std::string refusal = last_frame_refusal();
+  if (!refusal.empty() && (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED))
+    throw UnavailableError(fmt::format("{}: {}: {} ({})", m_options.label, what, describe(rc), refusal));
   throw UnavailableError(fmt::format("{}: {}: {}", m_options.label, what, describe(rc)));
 }
 
