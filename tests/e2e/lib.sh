@@ -43,14 +43,46 @@
 #   check_job_stopped SINCE TTL_MS WHAT [THAW...]
 #                                    the servers were taken away at SINCE: the
 #                                    job is gone and dlock exited 76 within TTL_MS
-#   start_status_holder, check_held_status_text, check_held_status_json,
-#   check_waiters, check_free_status, start_list_locks, check_list_rows,
-#   check_list_prefix, check_list_json, check_ping, check_holders_released
-#                                    the status, list and ping scenario the
-#                                    server backends share (see below)
-#   free_port, start_silent_listener, check_unavailable,
-#   check_ping_unreachable, check_unavailable_commands, check_silent_server,
-#   check_malformed_urls             the unreachable-server checks they share
+#   check_long_wait NAME             a grant after a wait longer than the ttl
+#
+# The backend under test. The test starts on the file: backend; use_X
+# (use_redis, use_redlock, use_zookeeper, use_postgres, use_etcd, use_file)
+# switches it to X, a server that scripts/with-* started for it. Each
+# backend has an adapter, backends/X.sh (X = file, redis, redlock, zk,
+# postgres, etcd), with use_X, X's own helpers and the same five functions
+# X_server_pids, X_server_kill, X_server_start, X_server_restart (I, a member
+# or node number, default 1, where X has several); a scenario that differs
+# only by backend is one file, registered once per backend, that calls
+# these through:
+#   use_backend KIND                 use_X for the backend KIND (the argument
+#                                    tests/e2e/CMakeLists.txt gives such a
+#                                    scenario)
+#   SERVER_KIND                      that backend: file, redis, redlock, zk,
+#                                    postgres or etcd
+#   server_pids [I]                  the processes that make up its server
+#   server_freeze [I] / server_thaw  SIGSTOP those / SIGCONT every process
+#                                    server_freeze stopped (also done on exit)
+#   server_kill [I]                  the server dies at once (SIGKILL;
+#                                    postgres: an immediate shutdown)
+#   server_start [I]                 start it again after server_kill
+#   server_restart [I]               both
+#
+# Checks several backends share, in checks/ (sourced here too):
+#   acquire.sh            keeper_of NAME, acquire_bg NAME OPTS,
+#                         check_acquire_json NAME TTL: acquire's keeper and
+#                         its --json document
+#   auth.sh               auth_keep, auth_works, auth_refused: the auth
+#                         tests' runs, which never show the password
+#   status_list_ping.sh   start_status_holder, check_held_status_text,
+#                         check_held_status_json, check_waiters,
+#                         check_free_status, start_list_locks,
+#                         check_list_rows, check_list_prefix, check_list_json,
+#                         check_ping, check_holders_released: the status,
+#                         list and ping scenario of the server backends
+#   unreachable.sh        free_port, start_silent_listener,
+#                         check_unavailable, check_ping_unreachable,
+#                         check_unavailable_commands, check_silent_server,
+#                         check_malformed_urls: the unreachable-server checks
 
 set -u
 
@@ -111,6 +143,7 @@ _cleanup_backends=()
 _cleanup() {
   local pid backend backends=("${_cleanup_backends[@]}")
   exec 2>/dev/null # no "Killed" job notices for what is killed here
+  server_thaw # a frozen server would hold up the look at its holders
   # Lock holders in our private directory (dlock run, acquire keepers).
   [ -d "$LOCKDIR" ] && backends+=("file://$LOCKDIR")
   for backend in "${backends[@]}"; do
@@ -417,422 +450,76 @@ check_job_stopped() {
   assert_one_line_message "stderr after $what" "$(cat "$tmpdir/job.err")"
 }
 
-# use_redis [URL]: switches the test to the Redis server that
-# scripts/with-redis started for it (DLOCK_TEST_REDIS_*): BACKEND, DL and
-# DLOCK_BACKEND then name URL (default $DLOCK_TEST_REDIS_URL). Fails, never
-# skips, when the test is not run under with-redis or dlock lacks the redis
-# backend. Sets RCLI to the redis-cli wrapper of that server.
-#   redis_key NAME PART [NS]   the server-side key of a lock: {NS:NAME}:PART
-#   wait_renewed KEY           wait (3 s) for a renewal of KEY's lease to land
-use_redis() {
-  [ -n "${DLOCK_TEST_REDIS_URL:-}" ] ||
-    fail "DLOCK_TEST_REDIS_URL is not set: run this test as scripts/with-redis [options] -- bash $0"
-  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +redis ' | grep -q 'not available'; then
-    fail "this dlock has no redis backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +redis ' | tail -1)"
-  fi
-  BACKEND=${1:-$DLOCK_TEST_REDIS_URL}
+# use_server KIND URL_VARIABLE HOW MODULE URL: what every adapter's use_X
+# does first. Fails, never skips, when URL_VARIABLE is not set (the test
+# does not run as HOW, e.g. "scripts/with-redis [options]", would have it)
+# or dlock lacks the backend MODULE (as `dlock version` lists it); then
+# BACKEND, DL and DLOCK_BACKEND name URL and SERVER_KIND is KIND.
+use_server() {
+  local kind=$1 variable=$2 how=$3 module=$4 url=$5 line
+  [ -n "${!variable:-}" ] || fail "$variable is not set: run this test as $how -- bash $0"
+  line=$("$DLOCK_BIN" version 2>&1 | grep -A1 -E "^ +$module ")
+  [ -n "$line" ] || fail "this dlock does not know the $module backend: $("$DLOCK_BIN" version 2>&1 | tr '\n' ' ')"
+  case $line in
+  *"not available"*) fail "this dlock has no $module backend: $(printf '%s\n' "$line" | tail -1 | sed 's/^ *//')" ;;
+  esac
+  BACKEND=$url
   DL=("$DLOCK_BIN" -b "$BACKEND")
   export DLOCK_BACKEND=$BACKEND
-  # shellcheck disable=SC2034 # RCLI is for the caller
-  RCLI=$DLOCK_TEST_REDIS_CLI
+  SERVER_KIND=$kind
 }
 
-redis_key() { printf '{%s:%s}:%s' "${3:-dlock}" "$1" "$2"; }
-
-# wait_renewed KEY: (after use_redis) waits up to 3 s until a renewal of the
-# lease on KEY lands (its PTTL rises between two readings); fails if none does.
-wait_renewed() {
-  _redis_pttl=$("$RCLI" PTTL "$1")
-  wait_until -t 3 _redis_pttl_rose "$1" || fail "the lease was never renewed (PTTL now $_redis_pttl)"
+use_backend() {
+  case ${1:-} in
+  file | redis | redlock | etcd) "use_$1" ;;
+  zk) use_zookeeper ;;
+  postgres) use_postgres ;;
+  "") fail "no backend given: this scenario runs once per backend, as bash $0 KIND (see tests/e2e/CMakeLists.txt)" ;;
+  *) fail "unknown backend '$1' (file, redis, redlock, zk, postgres, etcd)" ;;
+  esac
 }
 
-_redis_pttl_rose() {
-  local p
-  p=$("$RCLI" PTTL "$1")
-  [ "$p" -gt "$_redis_pttl" ] 2>/dev/null && return 0
-  _redis_pttl=$p
-  return 1
+SERVER_KIND="file"
+_frozen_pids=()
+
+server_pids() { "${SERVER_KIND}_server_pids" "$@"; }
+
+server_freeze() {
+  local pids pid
+  pids=$(server_pids "$@") && [ -n "$pids" ] || fail "found no process of the $SERVER_KIND server to freeze"
+  for pid in $pids; do
+    _frozen_pids+=("$pid")
+    kill -STOP "$pid" 2>/dev/null
+  done
+  return 0
 }
 
-# use_zookeeper [URL]: switches the test to the ZooKeeper server (or
-# ensemble) that scripts/with-zookeeper started for it (DLOCK_TEST_ZK_*):
-# BACKEND, DL and DLOCK_BACKEND then name URL (default $DLOCK_TEST_ZK_URL).
-# Fails, never skips, when the test is not run under with-zookeeper or dlock
-# lacks the zk backend. Sets ZKCLI (kazoo znode tool: "$ZKCLI" ls PATH, ...,
-# see scripts/with-zookeeper) and ZK4 ("$ZK4" WORD [PORT]: a four-letter
-# word). Holders of locks on URL (acquire's keepers) are killed on exit.
-#   ZK_NODE_RE                 the name of a lock node (Curator's protected
-#                              _c_<uuid>-lock-<10-digit sequence>), a regex
-#   zk_children PATH           JSON array of PATH's children with their stat
-#                              (name, czxid, ephemeralOwner, ...), [] if none
-#   zk_child_count PATH        how many children PATH has (0 if it is absent)
-#   zk_session_timeout_ms FILE the session timeout dlock -v reported in FILE
-#   zk_wait_pinged             wait (3 s) until a session that was connected
-#                              when it was called sends the server a request
-#   zk_wakeups FILE...         how many "woken by ZooKeeper" lines FILEs hold
-# shellcheck disable=SC2034 # for the caller
-ZK_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$'
-
-use_zookeeper() {
-  [ -n "${DLOCK_TEST_ZK_URL:-}" ] ||
-    fail "DLOCK_TEST_ZK_URL is not set: run this test as scripts/with-zookeeper [options] -- bash $0"
-  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +zk ' | grep -q 'not available'; then
-    fail "this dlock has no zk backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +zk ' | tail -1)"
-  fi
-  BACKEND=${1:-$DLOCK_TEST_ZK_URL}
-  DL=("$DLOCK_BIN" -b "$BACKEND")
-  export DLOCK_BACKEND=$BACKEND
-  _cleanup_backends+=("$BACKEND")
-  # shellcheck disable=SC2034 # ZKCLI and ZK4 are for the caller
-  ZKCLI=$DLOCK_TEST_ZK_CLI
-  # shellcheck disable=SC2034
-  ZK4=$DLOCK_TEST_ZK_FOURLW
+server_thaw() {
+  ((${#_frozen_pids[@]})) && kill -CONT "${_frozen_pids[@]}" 2>/dev/null
+  return 0
 }
 
-zk_children() { "$DLOCK_TEST_ZK_CLI" children "$1"; }
+server_kill() { "${SERVER_KIND}_server_kill" "$@"; }
+server_start() { "${SERVER_KIND}_server_start" "$@"; }
+server_restart() { "${SERVER_KIND}_server_restart" "$@"; }
 
-zk_child_count() { zk_children "$1" | json 'len(d)'; }
-
-# zk_session_timeout_ms FILE: from dlock -v's "session 0x... on HOST:PORT,
-# timeout 2s (asked 2s)" line in FILE, the negotiated timeout in ms; fails
-# the test when there is none.
-zk_session_timeout_ms() {
-  local ms
-  ms=$(python3 - "$1" <<'PY'
-import re, sys
-units = {"ms": 1, "s": 1000, "m": 60000}
-# The last session line: with -v a waiting run looks at the holder first
-# (status, a session of its own) and then opens the lock's session.
-found = None
-for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r"session .*timeout ([0-9.]+)(ms|s|m)\b", line)
-    if m:
-        found = int(round(float(m.group(1)) * units[m.group(2)]))
-if found is not None:
-    print(found)
-PY
-  )
-  [ -n "$ms" ] || fail "dlock -v did not report the negotiated session timeout ('session ..., timeout T'): $(head -3 "$1")"
-  echo "$ms"
+# kill_pid PID WHAT: SIGKILL PID (a frozen one too) and wait (5 s) until it
+# is gone; fails the test if it is not.
+kill_pid() {
+  kill -CONT "$1" 2>/dev/null
+  kill -KILL "$1" 2>/dev/null
+  wait_until -t 5 is_gone "$1" || fail "$2 (pid $1) did not die on SIGKILL"
 }
 
-# zk_wait_pinged: waits up to 3 s until one of the client sessions the
-# server has now (see the four-letter word cons) sends it another request: a
-# renewal or a ping has landed. Fails if none does.
-zk_wait_pinged() {
-  local before
-  before=$(_zk_session_requests)
-  [ -n "$before" ] || fail "cons shows no client session on the server"
-  wait_until -t 3 _zk_session_requests_rose "$before" ||
-    fail "no session sent the server a request within 3 s (cons: $("$ZK4" cons | tr '\n' ' '))"
-}
-
-# "sid recved" per client session cons lists.
-_zk_session_requests() {
-  "$ZK4" cons | sed -n 's/.*recved=\([0-9]*\),.*sid=\(0x[0-9a-f]*\).*/\2 \1/p'
-}
-
-_zk_session_requests_rose() {
-  local sid count old
-  while read -r sid count; do
-    old=$(printf '%s\n' "$1" | awk -v s="$sid" '$1 == s { print $2 }')
-    [ -n "$old" ] && [ "$count" -gt "$old" ] && return 0
-  done <<<"$(_zk_session_requests)"
-  return 1
-}
-
-zk_wakeups() { cat "$@" 2>/dev/null | grep -c 'woken by ZooKeeper'; }
-
-# use_postgres [URL]: switches the test to the PostgreSQL server that
-# scripts/with-postgres started for it (DLOCK_TEST_PG_*): BACKEND, DL and
-# DLOCK_BACKEND then name URL (default $DLOCK_TEST_PG_URL, which holds no
-# password), and DLOCK_PASSWORD is the dlock role's password. Fails, never
-# skips, when the test is not run under with-postgres or dlock lacks the
-# postgres backend. Sets PSQL ("$PSQL" -c 'SQL': psql as the superuser,
-# unaligned tuples only, see scripts/with-postgres). Holders of locks on URL
-# (acquire's keepers) are killed on exit.
-#   pg_key NAME [NS]       the advisory lock key of NAME in NS (default
-#                          dlock), by the documented SQL: the first 8 bytes
-#                          of sha256('NS NAME') as a signed bigint
-#   pg_holder_pid KEY      backend pid of the session holding KEY (empty
-#                          if none)
-#   pg_waiting KEY         how many ungranted requests for KEY there are
-#   pg_sessions NAME       how many sessions have application_name
-#                          'dlock:NAME'
-#   pg_client_sessions     how many client sessions there are besides the
-#                          one asking
-#   pg_sql SQL             "$PSQL" -c SQL, failing the test on an error
-use_postgres() {
-  [ -n "${DLOCK_TEST_PG_URL:-}" ] ||
-    fail "DLOCK_TEST_PG_URL is not set: run this test as scripts/with-postgres [options] -- bash $0"
-  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +postgres ' | grep -q 'not available'; then
-    fail "this dlock has no postgres backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +postgres ' | tail -1 | sed 's/^ *//')"
-  fi
-  "$DLOCK_BIN" version 2>&1 | grep -qE '^ +postgres ' ||
-    fail "this dlock does not know the postgres backend: $("$DLOCK_BIN" version 2>&1 | tr '\n' ' ')"
-  BACKEND=${1:-$DLOCK_TEST_PG_URL}
-  DL=("$DLOCK_BIN" -b "$BACKEND")
-  export DLOCK_BACKEND=$BACKEND
-  export DLOCK_PASSWORD=$DLOCK_TEST_PG_PASSWORD
-  _cleanup_backends+=("$BACKEND")
-  # shellcheck disable=SC2034 # PSQL is for the caller
-  PSQL=$DLOCK_TEST_PG_PSQL
-}
-
-pg_sql() {
-  local result
-  result=$("$DLOCK_TEST_PG_PSQL" -c "$1" 2>&1) || fail "psql failed: $1: $result"
-  printf '%s\n' "$result"
-}
-
-pg_key() {
-  printf '%s\n' "SELECT ('x' || left(encode(sha256(convert_to(:'ns' || ' ' || :'name', 'UTF8')), 'hex'), 16))::bit(64)::bigint;" |
-    "$DLOCK_TEST_PG_PSQL" -v ns="${2:-dlock}" -v name="$1"
-}
-
-# The advisory lock on a bigint key: classid holds its high 32 bits, objid
-# its low 32 bits, objsubid is 1.
-_pg_key_match="locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint)"
-
-pg_holder_pid() {
-  "$DLOCK_TEST_PG_PSQL" -c "SELECT pid FROM pg_locks WHERE $_pg_key_match = $1 AND granted LIMIT 1"
-}
-
-pg_waiting() {
-  "$DLOCK_TEST_PG_PSQL" -c "SELECT count(*) FROM pg_locks WHERE $_pg_key_match = $1 AND NOT granted"
-}
-
-pg_client_sessions() {
-  "$DLOCK_TEST_PG_PSQL" -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-}
-
-pg_sessions() {
-  printf '%s\n' "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'dlock:' || :'name';" |
-    "$DLOCK_TEST_PG_PSQL" -v name="$1"
-}
-
-# use_etcd [URL]: switches the test to the etcd server (or cluster) that
-# scripts/with-etcd started for it (DLOCK_TEST_ETCD_*): BACKEND, DL and
-# DLOCK_BACKEND then name URL (default: $DLOCK_TEST_ETCD_URL, with the user
-# dlock in it under --auth, its password then in DLOCK_PASSWORD, and
-# ?cacert= of the test CA under --tls). Fails, never skips, when the test is
-# not run under with-etcd or dlock lacks the etcd backend (a module,
-# dlock-etcd.so). Sets ETCDCTL (etcdctl against every member, as root under
-# --auth: "$ETCDCTL" get --prefix dlock/). etcd locks are not session-bound:
-# acquire leaves no keeper, so there are no holders for the cleanup to kill
-# (the holder pid of an acquired lock is the finished acquire's).
-#   etcd_url HOSTS             the URL of use_etcd's default for HOSTS
-#                              (host:port[,host:port...])
-#   etcd_keys PREFIX           JSON array of the keys under PREFIX by create
-#                              revision: key, create_revision, lease (hex),
-#                              value
-#   etcd_key_count NAME [NS]   how many contender keys lock NAME has (the
-#                              direct children of NS/NAME/, NS default dlock)
-#   etcd_lease_count           how many leases etcd has
-#   etcd_stop I / etcd_start I stop (SIGKILL) / start member I again, waiting
-#                              until it is gone / healthy
-#   etcd_member_pid I          member I's pid
-#   etcd_leader                the number I of the member that leads
-#   etcd_renewals [I]          lease keep-alives that member I (default: the
-#                              leader) has seen as leader
-#   etcd_wait_renewed          wait (3 s) until a keep-alive lands on the
-#                              leader; fails if none does. Sets
-#                              ETCD_RENEWED_AFTER: a now_ms reading before
-#                              that keep-alive landed (so the lease it renewed
-#                              lasts at least until then + T)
-use_etcd() {
-  [ -n "${DLOCK_TEST_ETCD_URL:-}" ] ||
-    fail "DLOCK_TEST_ETCD_URL is not set: run this test as scripts/with-etcd [options] -- bash $0"
-  if "$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +etcd ' | grep -q 'not available'; then
-    fail "this dlock has no etcd backend: $("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +etcd ' | tail -1 | sed 's/^ *//')"
-  fi
-  "$DLOCK_BIN" version 2>&1 | grep -qE '^ +etcd ' ||
-    fail "this dlock does not know the etcd backend: $("$DLOCK_BIN" version 2>&1 | tr '\n' ' ')"
-  BACKEND=${1:-$(etcd_url "${DLOCK_TEST_ETCD_URL#*://}")}
-  DL=("$DLOCK_BIN" -b "$BACKEND")
-  export DLOCK_BACKEND=$BACKEND
-  [ -n "${DLOCK_TEST_ETCD_PASSWORD:-}" ] && export DLOCK_PASSWORD=$DLOCK_TEST_ETCD_PASSWORD
-  # shellcheck disable=SC2034 # ETCDCTL is for the caller
-  ETCDCTL=$DLOCK_TEST_ETCD_CTL
-}
-
-etcd_url() {
-  local url=${DLOCK_TEST_ETCD_URL%%://*}://
-  [ -n "${DLOCK_TEST_ETCD_USER:-}" ] && url+=$DLOCK_TEST_ETCD_USER@
-  url+=$1
-  [ -n "${DLOCK_TEST_ETCD_CACERT:-}" ] && url+="?cacert=$DLOCK_TEST_ETCD_CACERT"
-  printf '%s\n' "$url"
-}
-
-etcd_keys() {
-  "$DLOCK_TEST_ETCD_CTL" get --prefix "$1" -w json | python3 -c 'import base64, json, sys
-kvs = json.load(sys.stdin).get("kvs") or []
-out = [{"key": base64.b64decode(kv["key"]).decode(), "create_revision": kv.get("create_revision", 0),
-        "lease": "%x" % kv.get("lease", 0), "value": base64.b64decode(kv.get("value", "")).decode(errors="replace")}
-       for kv in kvs]
-print(json.dumps(sorted(out, key=lambda kv: kv["create_revision"])))'
-}
-
-etcd_key_count() {
-  local prefix=${2:-dlock}/$1/
-  etcd_keys "$prefix" | json "len([k for k in d if '/' not in k['key'][${#prefix}:]])"
-}
-
-etcd_lease_count() {
-  "$DLOCK_TEST_ETCD_CTL" lease list -w json | json 'len(d.get("leases") or [])'
-}
-
-etcd_stop() {
-  local stop=DLOCK_TEST_ETCD_STOP_$1
-  "${!stop}" || fail "could not stop etcd member $1"
-}
-
-etcd_start() {
-  local start=DLOCK_TEST_ETCD_START_$1
-  "${!start}" || fail "etcd member $1 did not start again"
-}
-
-etcd_member_pid() {
-  local pidfile=DLOCK_TEST_ETCD_PIDFILE_$1
-  cat "${!pidfile}"
-}
-
-etcd_leader() { "$DLOCK_TEST_ETCD_LEADER"; }
-
-etcd_renewals() {
-  local i=${1:-} member_ports
-  [ -n "$i" ] || i=$(etcd_leader) || return 1
-  read -ra member_ports <<<"$DLOCK_TEST_ETCD_PORTS"
-  curl -sf --noproxy '*' --max-time 2 ${DLOCK_TEST_ETCD_CACERT:+--cacert "$DLOCK_TEST_ETCD_CACERT"} \
-    ${DLOCK_TEST_ETCD_CERT:+--cert "$DLOCK_TEST_ETCD_CERT" --key "$DLOCK_TEST_ETCD_KEY"} \
-    "${DLOCK_TEST_ETCD_ENDPOINTS%%://*}://127.0.0.1:${member_ports[$((i - 1))]}/metrics" |
-    awk '$1 == "etcd_debugging_lease_renewed_total" { printf "%d\n", $2 + 0; found = 1 } END { exit !found }'
-}
-
-# shellcheck disable=SC2034 # ETCD_RENEWED_AFTER is for the caller
-etcd_wait_renewed() {
-  local leader
-  leader=$(etcd_leader) || fail "no etcd member leads"
-  ETCD_RENEWED_AFTER=$(now_ms)
-  _etcd_renewed=$(etcd_renewals "$leader") || fail "could not read member $leader's lease metrics"
-  wait_until -t 3 _etcd_renewals_rose "$leader" ||
-    fail "no lease keep-alive reached the leader (member $leader) within 3 s (renewals seen: $_etcd_renewed)"
-}
-
-# shellcheck disable=SC2034 # ETCD_RENEWED_AFTER is for the caller
-_etcd_renewals_rose() {
-  local n started
-  started=$(now_ms)
-  n=$(etcd_renewals "$1") || return 1
-  [ "$n" -gt "$_etcd_renewed" ] && return 0
-  ETCD_RENEWED_AFTER=$started
-  return 1
-}
-
-# Session-bound backends: acquire leaves a keeper process holding the lock.
-keeper_of() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'd["holder"]["pid"]'; }
-
-# acquire_bg NAME OPTS...: token=$(dlock acquire NAME OPTS) must return: the
-# keeper may not keep the substitution's pipe open. Sets token and keeper.
-acquire_bg() {
-  local name=$1
-  shift
-  rm -f "$tmpdir/acq.rc" "$tmpdir/acq.token"
-  (
-    t=$("${DL[@]}" acquire "$name" "$@" 2>"$tmpdir/acq.err" </dev/null)
-    echo $? >"$tmpdir/acq.rc.tmp"
-    printf '%s' "$t" >"$tmpdir/acq.token"
-    mv "$tmpdir/acq.rc.tmp" "$tmpdir/acq.rc"
-  ) &
-  track $!
-  wait_until -t 5 test -e "$tmpdir/acq.rc" ||
-    fail "t=\$(dlock acquire $name $*) did not return within 5s: something keeps its stdout/stderr open"
-  [ "$(cat "$tmpdir/acq.rc")" = 0 ] || fail "acquire $name exited $(cat "$tmpdir/acq.rc"): $(cat "$tmpdir/acq.err")"
-  token=$(cat "$tmpdir/acq.token")
-  [[ $token =~ ^[^[:space:]]+$ ]] || fail "acquire $name printed '$token', expected a token only"
-  keeper=$(keeper_of "$name")
-  [[ $keeper =~ ^[0-9]+$ ]] || fail "status $name --json shows no holder pid after acquire"
-  track "$keeper"
-  is_alive "$keeper" || fail "the holder pid $keeper of $name is not a live process (the keeper)"
-}
-
-# check_acquire_json NAME TTL: `dlock acquire NAME --ttl TTL --json` prints
-# one document with name, token, fence, ttl_ms and expires_at: ttl_ms is the
-# lease left when it was printed (at most TTL), expires_at that instant plus
-# ttl_ms; a keeper adds keeper_window_ms and renew_by. Leaves the document
-# in $out.
-check_acquire_json() {
-  local before after
-  before=$(now_ms)
-  capture "${DL[@]}" acquire "$1" --ttl "$2" --json
-  after=$(now_ms)
-  [ "$rc" = 0 ] || fail "acquire --json exited $rc; stderr: $err"
-  printf '%s' "$out" >"$tmpdir/acq.json"
-  python3 - "$tmpdir/acq.json" "$1" "$(duration_ms "$2")" "$before" "$after" <<'PY' || fail "acquire --json is wrong: $out"
-import datetime, json, sys, re
-d = json.load(open(sys.argv[1]))
-ttl, before, after = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-def ms(text):
-    assert isinstance(text, str) and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", text), d
-    when = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
-    return int(when.timestamp() * 1000 + 0.5)
-assert set(d) >= {"name", "token", "fence", "ttl_ms", "expires_at"}, d
-assert d["name"] == sys.argv[2], d
-assert isinstance(d["token"], str) and d["token"], d
-assert isinstance(d["fence"], int) and d["fence"] > 0, d
-assert isinstance(d["ttl_ms"], int) and 0 < d["ttl_ms"] <= ttl, d
-assert before + d["ttl_ms"] - 1 <= ms(d["expires_at"]) <= min(after + d["ttl_ms"] + 1, after + ttl), d
-if "keeper_window_ms" in d:
-    assert isinstance(d["keeper_window_ms"], int) and d["ttl_ms"] <= d["keeper_window_ms"] <= ttl, d
-    assert ms(d["expires_at"]) <= ms(d["renew_by"]) <= after + ttl, d
-PY
-}
-duration_ms() { case $1 in *ms) echo "${1%ms}" ;; *s) echo $((${1%s} * 1000)) ;; esac; }
-
-# --- passwords (the auth tests) -------------------------------------------
-# The caller sets secret (the right password), port (the server's port) and
-# all_output (a file); AUTH_MESSAGE_RE is what a refusal must mention.
-AUTH_MESSAGE_RE='auth|password|permi'
-
-# auth_keep: remember what the last capture printed, for a final check
-# that no password was ever printed.
-auth_keep() { printf '%s\n%s\n' "$out" "$err" >>"$all_output"; }
-
-# auth_works WHAT CMD...: a run through CMD succeeds; the job records what ps
-# shows of dlock (its parent) and its environment. The password must be in
-# neither.
-auth_works() {
+# run_server_script WHAT SCRIPT [ARGS...]: runs one of the control scripts
+# a scripts/with-* wrapper exported; fails the test with its output if it
+# fails.
+run_server_script() {
   local what=$1
   shift
-  rm -f "$tmpdir/ps.txt" "$tmpdir/env.txt"
-  capture "$@" run auth.run -- sh -c 'ps -ww -o args= -p "$PPID" >"$1/ps.txt"; env >"$1/env.txt"; echo "$DLOCK_FENCE"' \
-    job "$tmpdir"
-  auth_keep
-  [ "$rc" = 0 ] || fail "$what: run exited $rc, expected 0; stderr: $err"
-  [[ $out =~ ^[0-9]+$ ]] || fail "$what: the job saw DLOCK_FENCE='$out'"
-  grep -q "127.0.0.1:$port" "$tmpdir/ps.txt" || fail "$what: ps does not show dlock's URL (is ps working?): $(cat "$tmpdir/ps.txt")"
-  grep -qF -- "$secret" "$tmpdir/ps.txt" && fail "$what: the password shows in ps while the job runs: $(cat "$tmpdir/ps.txt")"
-  local backend_env
-  backend_env=$(grep '^DLOCK_BACKEND=' "$tmpdir/env.txt")
-  case $backend_env in *"$secret"*) fail "$what: the job's DLOCK_BACKEND holds the password: $backend_env" ;; esac
-  case $backend_env in *"127.0.0.1:$port"*) ;; *) fail "$what: the job's DLOCK_BACKEND does not name the server: $backend_env" ;; esac
+  "$@" >"$tmpdir/.server-script.out" 2>&1 || fail "could not $what: $(cat "$tmpdir/.server-script.out")"
 }
 
-# auth_refused WHAT CMD...: a run through CMD exits 77 with one line naming
-# authentication or permission, and its job does not run.
-auth_refused() {
-  local what=$1
-  shift
-  rm -f "$tmpdir/ran"
-  capture "$@" run auth.run -- touch "$tmpdir/ran"
-  auth_keep
-  [ "$rc" = 77 ] || fail "$what: exit $rc, expected 77; stdout: $out; stderr: $err"
-  assert_one_line_message "$what" "$err"
-  printf '%s\n' "$err" | grep -qiE "$AUTH_MESSAGE_RE" || fail "$what: the message names neither authentication nor permission: $err"
-  [ ! -e "$tmpdir/ran" ] || fail "$what: the job ran"
-}
-
-# --- a grant after a long wait ----------------------------------------------
 # check_long_wait NAME: a waiter that got the lock after waiting longer than
 # its --ttl runs its job and exits 0 (its lease is dated anew, not by the
 # start of its wait, which would put its kill deadline in the past).
@@ -852,366 +539,10 @@ check_long_wait() {
   [ "$waited" -ge 1500 ] || fail "the waiter got $name after ${waited}ms: the wait was not longer than its ttl"
 }
 
-# --- status, list and ping -------------------------------------------------
-# The scenario the server backends' *_status_list_ping tests share: holder h
-# holds app/one (start_status_holder); the test adds its backend's own checks
-# (what the server stores, what ping shows of a cluster) around these.
-
-# The forms of the release token that nothing may print (assert_no_token):
-# start_status_holder puts DLOCK_TOKEN here, a test may add others (e.g. the
-# raw value the server keeps).
-SECRET_TOKENS=()
-
-# start_status_holder [TOKEN_RE [FENCE_RE]]: start_holder h app/one --ttl 20s.
-# Sets one_pid (its dlock), one_token and one_fence (the DLOCK_TOKEN and
-# DLOCK_FENCE its child saw: they must match TOKEN_RE and FENCE_RE, default
-# anything not empty) and SECRET_TOKENS=(one_token).
-# shellcheck disable=SC2034 # one_token and one_fence are for the caller
-start_status_holder() {
-  local token_re=${1:-.} fence_re=${2:-.}
-  start_holder h app/one --ttl 20s
-  one_pid=$HOLDER_PID
-  one_token=$(cat "$tmpdir/h.token")
-  one_fence=$(cat "$tmpdir/h.fence")
-  [[ $one_token =~ $token_re ]] && [[ $one_fence =~ $fence_re ]] ||
-    fail "holder did not get DLOCK_TOKEN/DLOCK_FENCE (token '$one_token', fence '$one_fence')"
-  SECRET_TOKENS=("$one_token")
-}
-
-# assert_no_token WHAT TEXT: TEXT shows none of SECRET_TOKENS.
-assert_no_token() {
-  local secret
-  for secret in "${SECRET_TOKENS[@]}"; do
-    [ -n "$secret" ] || continue
-    case $2 in *"$secret"*) fail "$1 prints the release token: $2" ;; esac
-  done
-}
-
-# check_held_status_text NAME PID FENCE: `dlock status NAME` exits 0 and
-# shows the holder PID, the FENCE and this host, never the token. Leaves the
-# output in $out and $err for the backend's own checks (the lease left).
-check_held_status_text() {
-  capture "${DL[@]}" status "$1"
-  [ "$rc" = 0 ] || fail "status of a held lock exited $rc, expected 0; stderr: $err"
-  case $out in *"$2"*) ;; *) fail "status does not show the holder pid $2: $out" ;; esac
-  case $out in *"$3"*) ;; *) fail "status does not show the fence $3: $out" ;; esac
-  case $out in *"$(hostname)"*) ;; *) fail "status does not show the holder's host: $out" ;; esac
-  assert_no_token "status" "$out$err"
-}
-
-# check_held_status_json NAME PID FENCE TTL_LEFT_OK: `dlock status NAME
-# --json` exits 0 without the token: name NAME, held, holder {pid PID, this
-# host and user, a command that is start_holder's, since}, fence FENCE, no
-# waiters; TTL_LEFT_OK is the backend's condition (Python) on ttl_left_ms,
-# bound to t (None if absent), e.g. 'isinstance(t, int) and 0 < t <= 20000'.
-check_held_status_json() {
-  capture "${DL[@]}" status "$1" --json
-  [ "$rc" = 0 ] || fail "status --json of a held lock exited $rc; stderr: $err"
-  assert_no_token "status --json" "$out$err"
-  printf '%s' "$out" >"$tmpdir/status.json"
-  python3 - "$tmpdir/status.json" "$1" "$2" "$3" "$(hostname)" "$(id -un)" "$4" <<'PY' || fail "status --json is wrong: $out"
-import json, sys
-path, name, pid, fence, host, user, ttl_left_ok = sys.argv[1:]
-d = json.load(open(path))
-def check(cond, what):
-    if not cond:
-        sys.exit("status --json: " + what)
-check(d.get("name") == name, "name is %r" % d.get("name"))
-check(d.get("held") is True, "held is %r" % d.get("held"))
-h = d.get("holder")
-check(isinstance(h, dict), "holder is not an object")
-check(h.get("pid") == int(pid), "holder.pid %r != dlock's pid %s" % (h.get("pid"), pid))
-check(h.get("host") == host, "holder.host %r != %s" % (h.get("host"), host))
-check(h.get("user") == user, "holder.user %r != %s" % (h.get("user"), user))
-check(isinstance(h.get("command"), str) and "holder" in h["command"], "holder.command %r" % h.get("command"))
-check(isinstance(h.get("since"), str) and h["since"][:2] == "20", "holder.since %r" % h.get("since"))
-check(d.get("fence") == int(fence), "fence %r != the job's DLOCK_FENCE %s" % (d.get("fence"), fence))
-check(d.get("waiters") == 0, "waiters %r" % d.get("waiters"))
-t = d.get("ttl_left_ms")
-check(eval(ttl_left_ok), "ttl_left_ms %r, expected %s" % (t, ttl_left_ok))
-PY
-}
-
-# check_waiters NAME COUNT [QUEUED_CHECK [GONE_CHECK]]: COUNT runs of `dlock
-# run NAME --wait 20s` queue behind NAME's holder: status --json counts COUNT
-# waiters, QUEUED_CHECK runs (a command checking the backend's own view of the
-# queue, failing the test), status text shows "waiters: COUNT" and no token.
-# Then SIGTERM: each waiter exits 143, status --json counts none and
-# GONE_CHECK runs (the backend's view again: the waiters left nothing behind).
-check_waiters() {
-  local name=$1 count=$2 queued=${3:-} gone=${4:-} i pids=()
-  for ((i = 1; i <= count; i++)); do
-    "${DL[@]}" run "$name" --wait 20s -- true </dev/null 2>"$tmpdir/waiter$i.err" &
-    pids+=($!)
-    track $!
-  done
-  wait_until _counts_waiters "$name" "$count" ||
-    fail "status --json never counted the $count waiting run(s) (now $(lock_waiters "$name")); stderr: $(cat "$tmpdir"/waiter*.err)"
-  [ -z "$queued" ] || "$queued" || fail "$queued (with $count waiter(s) queued) failed"
-  capture "${DL[@]}" status "$name"
-  printf '%s\n' "$out" | grep -qE "^waiters: +$count\$" || fail "status text does not show $count waiter(s): $out"
-  assert_no_token "status with $count waiter(s)" "$out$err"
-  kill -TERM "${pids[@]}"
-  for ((i = 1; i <= count; i++)); do
-    wait_exit "${pids[i - 1]}" 5
-    [ "$rc" = 143 ] || fail "waiter $i ended with $rc after SIGTERM, expected 143; stderr: $(cat "$tmpdir/waiter$i.err")"
-  done
-  wait_until -t 3 has_no_waiter "$name" || fail "the interrupted waiters are still counted (now $(lock_waiters "$name"))"
-  [ -z "$gone" ] || "$gone" || fail "$gone (after the waiters were interrupted) failed"
-}
-
-_counts_waiters() { [ "$(lock_waiters "$1")" = "$2" ]; }
-
-# check_free_status: free locks exit 3 and status --json says held false:
-# nothing.here, never used, and app/three, which a run takes and releases
-# first (three_fence is the DLOCK_FENCE that run saw).
-# shellcheck disable=SC2034 # three_fence is for the caller
-check_free_status() {
-  capture "${DL[@]}" status nothing.here
-  [ "$rc" = 3 ] || fail "status of a never-used lock exited $rc, expected 3; stderr: $err"
-  capture "${DL[@]}" status nothing.here --json
-  [ "$rc" = 3 ] || fail "status --json of a never-used lock exited $rc, expected 3"
-  [ "$(printf '%s' "$out" | json 'd["held"]')" = false ] || fail "status --json of a never-used lock: held is not false: $out"
-  three_fence=$("${DL[@]}" run app/three -- sh -c 'echo "$DLOCK_FENCE"' </dev/null) || fail "run app/three failed"
-  capture "${DL[@]}" status app/three --json
-  [ "$rc" = 3 ] || fail "status of a released lock exited $rc, expected 3"
-  [ "$(printf '%s' "$out" | json 'd["held"]')" = false ] || fail "status --json of a released lock: held is not false: $out"
-}
-
-# start_list_locks BULK THIRD: the locks the list checks find besides
-# app/one: holders h2 of app/two and h3 of THIRD (two_pid and third_pid are
-# their dlocks), app/ns acquired in namespace elsewhere and bulk/1 ...
-# bulk/BULK acquired here.
-# shellcheck disable=SC2034 # two_pid and third_pid are for the caller
-start_list_locks() {
-  local i
-  start_holder h2 app/two
-  two_pid=$HOLDER_PID
-  start_holder h3 "$2"
-  third_pid=$HOLDER_PID
-  [ "$third_pid" -gt 0 ] || fail "no pid for holder h3"
-  capture "${DL[@]}" --namespace elsewhere acquire app/ns --ttl 30s
-  [ "$rc" = 0 ] || fail "acquire in namespace elsewhere exited $rc; stderr: $err"
-  for ((i = 1; i <= $1; i++)); do
-    "${DL[@]}" acquire "bulk/$i" --ttl 60s </dev/null >/dev/null || fail "acquire bulk/$i failed"
-  done
-}
-
-# check_list_rows BULK "NOT_LISTED..." HELD...: `dlock list` exits 0 without
-# the token and shows exactly one row for each lock HELD, one_pid, BULK rows
-# bulk/N, and none of the (space-separated) NOT_LISTED: locks that are free,
-# of another namespace or not dlock's.
-check_list_rows() {
-  local bulk=$1 not_listed n
-  read -ra not_listed <<<"$2"
-  shift 2
-  capture "${DL[@]}" list
-  [ "$rc" = 0 ] || fail "list exited $rc; stderr: $err"
-  assert_no_token "list" "$out$err"
-  for n in "$@"; do
-    [ "$(printf '%s\n' "$out" | grep -cE "^${n}[[:space:]]")" = 1 ] || fail "list does not show exactly one row for $n: $out"
-  done
-  for n in "${not_listed[@]}"; do
-    case $out in *"$n"*) fail "list shows $n, a lock that is not held in this namespace: $out" ;; esac
-  done
-  case $out in *"$one_pid"*) ;; *) fail "list does not show holder pid $one_pid: $out" ;; esac
-  [ "$(printf '%s\n' "$out" | grep -cE '^bulk/[0-9]+[[:space:]]')" = "$bulk" ] || fail "list does not show all $bulk bulk/N locks: $out"
-}
-
-# check_list_prefix PREFIX NAME:PID...: `dlock list PREFIX --json` exits 0
-# without the token and holds exactly the locks NAME (in sort order), each
-# held by PID.
-check_list_prefix() {
-  local prefix=$1 want="" got held
-  shift
-  capture "${DL[@]}" list "$prefix" --json
-  [ "$rc" = 0 ] || fail "list $prefix --json exited $rc; stderr: $err"
-  assert_no_token "list $prefix --json" "$out"
-  got=$(printf '%s' "$out" | json 'sorted((x["name"], x["held"], x["holder"]["pid"]) for x in d) if isinstance(d, list) else "not an array"')
-  for held in "$@"; do
-    want+="${want:+, }[\"${held%:*}\", true, ${held##*:}]"
-  done
-  want="[$want]"
-  [ "$got" = "$want" ] || fail "list $prefix --json: got $got, expected $want"
-}
-
-# check_list_json TOTAL: `list --json` shows app/ns alone in namespace
-# elsewhere (start_list_locks) and an empty array for a prefix nothing
-# has; `dlock list --json` exits 0 without the token and holds TOTAL locks.
-# Leaves that document in $out.
-check_list_json() {
-  capture "${DL[@]}" --namespace elsewhere list --json
-  [ "$(printf '%s' "$out" | json '[x["name"] for x in d]')" = '["app/ns"]' ] || fail "list in namespace elsewhere: $out"
-  capture "${DL[@]}" list zzz --json
-  [ "$rc" = 0 ] && [ "$(printf '%s' "$out" | json 'd')" = "[]" ] || fail "list with no match is not an empty array ($rc): $out"
-  capture "${DL[@]}" list --json
-  [ "$rc" = 0 ] || fail "list --json exited $rc; stderr: $err"
-  assert_no_token "list --json" "$out"
-  [ "$(printf '%s' "$out" | json 'len(d)')" = "$1" ] ||
-    fail "list --json does not hold $1 locks: $(printf '%s' "$out" | json '[x["name"] for x in d]')"
-}
-
-# check_ping VERSION PORT [ROLE]: `dlock ping` of a single server exits 0,
-# prints nothing on stderr and shows the server's VERSION, its ROLE (e.g.
-# master, standalone) and a round-trip time; ping --json says ok, the node
-# reachable at an address with PORT, with VERSION and ROLE, and a round trip.
-# Leaves the document in $out.
-check_ping() {
-  local version=$1 port=$2 role=${3:-}
-  capture "${DL[@]}" ping
-  [ "$rc" = 0 ] || fail "ping exited $rc; stdout: $out; stderr: $err"
-  case $out in *"$version"*) ;; *) fail "ping does not show the server version $version: $out" ;; esac
-  [ -z "$role" ] || printf '%s\n' "$out" | grep -qi "$role" || fail "ping does not show the role $role: $out"
-  printf '%s\n' "$out" | grep -qE '[0-9.]+ ?(ms|µs|us)' || fail "ping does not show a round-trip time: $out"
-  [ -z "$err" ] || fail "ping printed on stderr: $err"
-  capture "${DL[@]}" ping --json
-  [ "$rc" = 0 ] || fail "ping --json exited $rc; stderr: $err"
-  printf '%s' "$out" >"$tmpdir/ping.json"
-  python3 - "$tmpdir/ping.json" "$version" "$port" "$role" <<'PY' || fail "ping --json is wrong: $out"
-import json, sys
-d = json.load(open(sys.argv[1]))
-version, port, role = sys.argv[2:]
-assert d["ok"] is True, d
-node = d["nodes"][0]
-assert node["reachable"] is True, node
-assert version in node["version"], node
-assert role in json.dumps(node), node
-assert port in node["address"], node
-assert isinstance(node["rtt_ms"], (int, float)) and node["rtt_ms"] >= 0, node
-PY
-}
-
-# check_holders_released ID...: release_holder each ID (h among them): h's
-# dlock exits 0 and app/one is free.
-check_holders_released() {
-  local id
-  for id in "$@"; do release_holder "$id"; done
-  wait_exit "$one_pid"
-  [ "$rc" = 0 ] || fail "holder h exited $rc; stderr: $(cat "$tmpdir/h.err")"
-  is_free app/one || fail "app/one is still held after its holder ended"
-}
-
-# --- unreachable servers ----------------------------------------------------
-# What the server backends' *_unreachable tests share: an unreachable server
-# is 69 with one line, never a hang; a malformed URL is 78. Jobs touch
-# $tmpdir/ran, which must not appear.
-
-# free_port: a TCP port on 127.0.0.1 that nothing listens on (bound once by
-# the kernel's choice, then closed).
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_silent_listener: a listener on 127.0.0.1 that accepts connections and
-# never writes a byte; sets SILENT_PORT.
-# shellcheck disable=SC2034 # SILENT_PORT is for the caller
-start_silent_listener() {
-  rm -f "$tmpdir/silent.port"
-  python3 - "$tmpdir/silent.port" <<'PY' &
-import os, socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(str(s.getsockname()[1]))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-held = []
-while True:
-    conn, _ = s.accept()
-    held.append(conn)  # kept open, never answered
-PY
-  track $!
-  wait_until test -s "$tmpdir/silent.port" || fail "the silent listener did not start"
-  SILENT_PORT=$(cat "$tmpdir/silent.port")
-}
-
-# check_unavailable WHAT LIMIT_MS CMD...: CMD exits 69 with one line within
-# LIMIT_MS and never runs the job.
-check_unavailable() {
-  local what=$1 limit=$2 started elapsed
-  shift 2
-  rm -f "$tmpdir/ran"
-  started=$(now_ms)
-  capture "$@"
-  elapsed=$(($(now_ms) - started))
-  [ "$rc" = 69 ] || fail "$what: exit $rc, expected 69; stderr: $err"
-  assert_one_line_message "$what" "$err"
-  [ ! -e "$tmpdir/ran" ] || fail "$what: the job ran"
-  [ "$elapsed" -lt "$limit" ] || fail "$what: took ${elapsed} ms (limit $limit ms)"
-  echo "$what: 69 after ${elapsed} ms"
-}
-
-# check_ping_unreachable WHAT LIMIT_MS CMD...: CMD (a ping) exits 69 within
-# LIMIT_MS and reports the node unreachable on stdout.
-check_ping_unreachable() {
-  local what=$1 limit=$2 started elapsed
-  shift 2
-  started=$(now_ms)
-  capture "$@"
-  elapsed=$(($(now_ms) - started))
-  [ "$rc" = 69 ] || fail "$what: exit $rc, expected 69; stdout: $out; stderr: $err"
-  printf '%s\n' "$out" | grep -qi unreachable || fail "$what: ping does not report the node unreachable: $out"
-  [ "$elapsed" -lt "$limit" ] || fail "$what: took ${elapsed} ms (limit $limit ms)"
-}
-
-# check_unavailable_commands WHERE LIMIT_MS URL [OPTIONS...]: with URL, where
-# no server answers (WHERE says why, e.g. "nothing listening"), and global
-# OPTIONS, run, run --wait 10s, acquire, status, list and release --force
-# exit 69 with one line and ping reports the node unreachable, each within
-# LIMIT_MS.
-check_unavailable_commands() {
-  local where=$1 limit=$2 url=$3 opts
-  shift 3
-  opts=${*:+ $*}
-  local dl=("$DLOCK_BIN" -b "$url" "$@")
-  check_unavailable "run$opts, $where" "$limit" "${dl[@]}" run u -- touch "$tmpdir/ran"
-  check_unavailable "run --wait 10s$opts, $where" "$limit" "${dl[@]}" run u --wait 10s -- touch "$tmpdir/ran"
-  check_unavailable "acquire$opts, $where" "$limit" "${dl[@]}" acquire u
-  check_unavailable "status$opts, $where" "$limit" "${dl[@]}" status u
-  check_unavailable "list$opts, $where" "$limit" "${dl[@]}" list
-  # With --json a script reading stdout gets an error document, not nothing.
-  local command
-  for command in status list; do
-    # shellcheck disable=SC2046 # status takes the name u
-    check_unavailable "$command --json$opts, $where" "$limit" "${dl[@]}" $command $([ $command = status ] && echo u) --json
-    [ "$(printf '%s' "$out" | json 'd["error"]["code"]')" = 69 ] && [ -n "$(printf '%s' "$out" | json 'd["error"]["message"]')" ] ||
-      fail "$command --json$opts, $where: stdout is not an error document with code 69: '$out'"
-  done
-  check_unavailable "release --force$opts, $where" "$limit" "${dl[@]}" release u --force
-  check_ping_unreachable "ping$opts, $where" "$limit" "${dl[@]}" ping
-}
-
-# check_silent_server URL LIMIT_MS DEFAULT_LIMIT_MS: with URL, a server that
-# accepts connections and never answers (start_silent_listener), run,
-# acquire, status (--connect-timeout before and after the command) and ping
-# with --connect-timeout 500ms fail within LIMIT_MS, a run without it (the
-# 2 s default) within DEFAULT_LIMIT_MS: 69 with one line, ping reporting the
-# node unreachable.
-check_silent_server() {
-  local url=$1 limit=$2 default_limit=$3 where="silent server"
-  check_unavailable "run --connect-timeout 500ms, $where" "$limit" \
-    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms run u -- touch "$tmpdir/ran"
-  check_unavailable "acquire --connect-timeout 500ms, $where" "$limit" \
-    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms acquire u
-  check_unavailable "status --connect-timeout 500ms, $where" "$limit" \
-    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms status u
-  check_unavailable "status u --connect-timeout 500ms (the option after the command), $where" "$limit" \
-    "$DLOCK_BIN" -b "$url" status u --connect-timeout 500ms
-  check_ping_unreachable "ping --connect-timeout 500ms, $where" "$limit" \
-    "$DLOCK_BIN" -b "$url" --connect-timeout 500ms ping
-  check_unavailable "run with the default connect timeout, $where" "$default_limit" \
-    "$DLOCK_BIN" -b "$url" run u -- touch "$tmpdir/ran"
-}
-
-# check_malformed_urls URL...: with each URL, run exits 78 (a configuration
-# error, not "unavailable") with one line and never runs the job.
-check_malformed_urls() {
-  local url
-  for url in "$@"; do
-    rm -f "$tmpdir/ran"
-    capture "$DLOCK_BIN" -b "$url" run u -- touch "$tmpdir/ran"
-    [ "$rc" = 78 ] || fail "the malformed URL $url: exit $rc, expected 78; stderr: $err"
-    assert_one_line_message "the malformed URL $url" "$err"
-    [ ! -e "$tmpdir/ran" ] || fail "the malformed URL $url: the job ran"
-  done
-}
+_e2e_dir=$(dirname "${BASH_SOURCE[0]}")
+for _e2e_part in backends/file backends/redis backends/redlock backends/zk backends/postgres backends/etcd \
+  checks/acquire checks/auth checks/status_list_ping checks/unreachable; do
+  # shellcheck source=/dev/null
+  . "$_e2e_dir/$_e2e_part.sh"
+done
+unset _e2e_part

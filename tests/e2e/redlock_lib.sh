@@ -8,15 +8,16 @@
 #   . "$(dirname "$0")/redlock_lib.sh"
 #   use_redlock
 #
-#   use_redlock              switch BACKEND, DL and DLOCK_BACKEND to
-#                            $DLOCK_TEST_REDLOCK_URL; fails (never skips) when
-#                            not under with-redis --nodes or without redlock
+#   use_redlock              (backends/redlock.sh) switch BACKEND, DL and
+#                            DLOCK_BACKEND to $DLOCK_TEST_REDLOCK_URL; fails
+#                            (never skips) when not under with-redis --nodes
+#                            or without redlock
 #   NODES                    the number of nodes; QUORUM = NODES/2 + 1
 #   node_cli I ARGS...       redis-cli against node I (1-based)
 #   node_pid I               node I's current server pid
 #   node_address I           127.0.0.1:PORT of node I
 #   stop_node I...           SIGKILL node I and wait until it is gone
-#   freeze_node I...         SIGSTOP node I (thawed again on exit)
+#   freeze_node I...         SIGSTOP node I (lib.sh thaws it again on exit)
 #   thaw_node I...           SIGCONT node I
 #   restart_node I...        start node I again on its port, empty (kills it
 #                            first if it still runs, frozen or not)
@@ -36,27 +37,6 @@
 
 # shellcheck disable=SC2154 # tmpdir comes from lib.sh
 
-use_redlock() {
-  if [ -z "${DLOCK_TEST_REDLOCK_URL:-}" ] || [ -z "${DLOCK_TEST_NODES:-}" ]; then
-    fail "DLOCK_TEST_REDLOCK_URL is not set: run this test as scripts/with-redis --nodes 5 -- bash $0"
-  fi
-  local line
-  line=$("$DLOCK_BIN" version 2>&1 | grep -A1 -E '^ +redlock ' | tail -1)
-  [ -n "$line" ] || fail "dlock version does not list a redlock backend"
-  case $line in *"not available"*) fail "this dlock has no redlock backend: $line" ;; esac
-  NODES=$DLOCK_TEST_NODES
-  # shellcheck disable=SC2034 # QUORUM and DL are for the caller
-  QUORUM=$((NODES / 2 + 1))
-  read -r -a NODE_PORTS <<<"$DLOCK_TEST_NODE_PORTS"
-  read -r -a NODE_PIDFILES <<<"$DLOCK_TEST_NODE_PIDFILES"
-  [ "${#NODE_PORTS[@]}" = "$NODES" ] || fail "with-redis exported ${#NODE_PORTS[@]} node ports for $NODES nodes"
-  BACKEND=$DLOCK_TEST_REDLOCK_URL
-  # shellcheck disable=SC2034
-  DL=("$DLOCK_BIN" -b "$BACKEND")
-  export DLOCK_BACKEND=$BACKEND
-  trap '_redlock_cleanup' EXIT
-}
-
 node_cli() {
   local var=DLOCK_TEST_NODE_CLI_$1
   shift
@@ -65,18 +45,6 @@ node_cli() {
 
 node_pid() { cat "${NODE_PIDFILES[$(($1 - 1))]}"; }
 node_address() { printf '127.0.0.1:%s' "${NODE_PORTS[$(($1 - 1))]}"; }
-
-_frozen_nodes=()
-
-# A frozen node must not stay frozen: with-redis would still kill it, but the
-# tests' own clean-up (status, list) should not wait on it either.
-_redlock_cleanup() {
-  local pid
-  for pid in "${_frozen_nodes[@]}"; do
-    kill -CONT "$pid" 2>/dev/null
-  done
-  _cleanup
-}
 
 stop_node() {
   local i pid
@@ -91,7 +59,7 @@ freeze_node() {
   local i pid
   for i in "$@"; do
     pid=$(node_pid "$i")
-    _frozen_nodes+=("$pid")
+    _frozen_pids+=("$pid") # lib.sh's cleanup thaws it
     kill -STOP "$pid" || fail "could not SIGSTOP node $i (pid $pid)"
     wait_until -t 5 is_stopped "$pid" ||
       fail "node $i (pid $pid) did not stop on SIGSTOP"

@@ -32,7 +32,7 @@ lose_majority() {
   lost=$(now_ms)
   for pid in "$@"; do
     pid=$(node_pid "$pid")
-    _frozen_nodes+=("$pid")
+    _frozen_pids+=("$pid")
     if [ "$how" = kill ]; then kill -KILL "$pid"; else kill -STOP "$pid"; fi
   done
   if [ "$how" = kill ]; then
