@@ -66,7 +66,9 @@ public:
       throw resource_error("cannot create an eventfd", err);
     }
     try {
-      m_child = spawn_child(spec);
+      SpawnedChild child = spawn_child(spec);
+      m_child = child.pid;
+      m_took_terminal = child.took_terminal;
     } catch (const Error &) {
       m_backend.release(lease);
       throw;
@@ -85,7 +87,7 @@ public:
     // Release before the heartbeat thread is joined: a waiter should not
     // wait for our thread to be scheduled.
     heartbeat.quiesce();
-    restore_terminal();
+    restore_terminal(m_took_terminal);
     Heartbeat::State state = heartbeat.snapshot();
     judge_unobserved_end(state);
     return finish(state);
@@ -122,7 +124,7 @@ private:
     const int news_fd = m_backend.event_fd();
     while (!reap()) {
       if (int stop_signal = std::exchange(m_job_stop_signal, 0);
-          stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid()))
+          stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid(), m_took_terminal))
         detail(1, "continued after the job was stopped by signal {}", stop_signal);
       note_group_gone();
       note_leftovers();
@@ -306,6 +308,7 @@ private:
   Guard &m_guard;
   RunObserver *m_observer;
   pid_t m_child = -1;
+  bool m_took_terminal = false; // the job has the terminal (spawn_child)
   std::optional<int> m_child_status;
   int m_job_stop_signal = 0; // the job's first process was stopped by it (reap)
   bool m_leftovers_noted = false;
