@@ -221,25 +221,22 @@ private:
     m_guard.group_gone();
   }
 
-  // The loop above checks the deadlines only while the job runs. If dlock
-  // was not running when the lease could lapse (SIGSTOP, a VM pause, a
-  // starved machine) and the job ended meanwhile, its end is seen only after
-  // the lease was in doubt: nobody can say the job finished under the lock,
-  // so the run must not report the job's status as if it had.
+  // The loop above checks the deadlines only while the job runs: a job
+  // that ended with no stop under way is judged by judge_end.
   void judge_unobserved_end(const Heartbeat::State &state) {
     if (m_stop.reason != StopReason::none) return;
-    bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
-    if (!state.lost && !late) return;
+    EndVerdict verdict = judge_end(m_ended_seen_at, {state.confirmed_at, state.ttl, state.lost, state.reason});
+    if (verdict.clean) return;
     // The guard's SIGKILL at the deadline, not the job's own end. The guard
     // exits right after its kill: a short wait covers that moment without
     // holding up the exit when it was not the guard (it then lives on).
-    if (late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
+    if (verdict.late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
         m_guard.killed_at_deadline(Millis(50))) {
       m_stop.reason = StopReason::guard_killed;
       return;
     }
     m_stop.reason = StopReason::ended_unguarded;
-    m_stop.why = state.lost ? state.reason : k_unscheduled_reason;
+    m_stop.why = verdict.why;
   }
 
   int finish(const Heartbeat::State &state) {

@@ -70,6 +70,15 @@ StopStep next_stop_step(const StopState &state, SteadyClock::time_point now, con
   return step;
 }
 
+EndVerdict judge_end(SteadyClock::time_point seen_at, const LeaseReport &lease) {
+  EndVerdict verdict;
+  verdict.late = seen_at >= compute_deadlines(lease.confirmed_at, lease.ttl, Millis(0)).kill_at;
+  if (!lease.lost && !verdict.late) return verdict;
+  verdict.clean = false;
+  verdict.why = lease.lost ? lease.reason : k_unscheduled_reason;
+  return verdict;
+}
+
 RenewalStart plan_renewal_start(SteadyClock::time_point now, SteadyClock::time_point first_renewal, bool started) {
   if (started || first_renewal == SteadyClock::time_point::max()) return {};
   if (now >= first_renewal) return {true, false, SteadyClock::time_point::max()};

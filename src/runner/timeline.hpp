@@ -108,6 +108,20 @@ struct StopStep {
 StopStep next_stop_step(const StopState &state, SteadyClock::time_point now, const LeaseReport &lease,
                         const StopLimits &limits);
 
+// How the end of a job is judged when no stop was under way. If dlock was
+// not running when the lease could lapse (SIGSTOP, a VM pause, a starved
+// machine) and the job ended meanwhile, its end is seen only from the
+// lease's kill deadline on (`late`): nobody can say the job finished under
+// the lock, so the run must not report the job's status as if it had; nor
+// after a loss that the heartbeat reported as the job ended. Only a late
+// end can be the guard's kill (runner/guard.hpp).
+struct EndVerdict {
+  bool clean = true;
+  bool late = false;
+  std::string why; // why the end is not clean
+};
+EndVerdict judge_end(SteadyClock::time_point seen_at, const LeaseReport &lease);
+
 // The renewal thread starts when the first renewal falls due, so a short
 // job never pays for a thread; news from the backend (its session ended,
 // the lock's node was deleted) starts it early, so the loss is seen at

@@ -273,3 +273,25 @@ TEST_CASE("policy: with --ttl 3s SIGTERM comes at t0 + 2T/3 and SIGKILL at t0 + 
   // --ttl 2s: K is capped to the man page's 0.55 s.
   CHECK(compute_deadlines(k_t0, 2s, 5s).kill_after == 546ms);
 }
+
+TEST_CASE("policy: a job's end seen before the kill deadline is a clean run") {
+  EndVerdict verdict = judge_end(k_kill_at - 1ms, unconfirmed_since(k_t0, "timed out"));
+  CHECK(verdict.clean);
+  CHECK_FALSE(verdict.late);
+}
+
+TEST_CASE("policy: a job's end seen only from the kill deadline on (dlock paused) is not a clean run") {
+  EndVerdict verdict = judge_end(k_kill_at, confirmed_at(k_t0));
+  CHECK_FALSE(verdict.clean);
+  CHECK(verdict.late);
+  CHECK(verdict.why == k_unscheduled_reason);
+  // A renewal confirmed later dates the lease anew.
+  CHECK(judge_end(k_kill_at, confirmed_at(k_t0 + 1s)).clean);
+}
+
+TEST_CASE("policy: a job that ended after a loss the heartbeat reported is not a clean run") {
+  EndVerdict verdict = judge_end(k_t0 + 5s, lost_at(k_t0, "the lock's key was deleted"));
+  CHECK_FALSE(verdict.clean);
+  CHECK_FALSE(verdict.late);
+  CHECK(verdict.why == "the lock's key was deleted");
+}
