@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -26,8 +27,6 @@ extern char **environ;
 namespace dlock::runner {
 
 namespace {
-
-bool g_took_terminal = false;
 
 std::vector<std::string> candidate_paths(const std::string &program) {
   if (program.find('/') != std::string::npos) return {program};
@@ -131,7 +130,43 @@ int exec_child(void *arg) {
 
 } // namespace
 
-pid_t spawn_child(const ChildSpec &spec) {
+namespace {
+
+DLOCK_RAW_CHILD_CODE long clone_silent_copy(int (*entry)(void *), void *arg) {
+  long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
+  if (pid == 0) syscall(SYS_exit_group, entry(arg));
+  return pid;
+}
+
+} // namespace
+
+pid_t clone_process(CloneKind kind, int (*entry)(void *), void *arg) {
+  // Left uninitialised: only the few pages the child touches get faulted in.
+  constexpr std::size_t k_stack_size = 64 * 1024;
+  std::unique_ptr<char[]> stack;
+  if (kind == CloneKind::shared_until_exec) stack = std::make_unique_for_overwrite<char[]>(k_stack_size);
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pid_t pid = -1;
+  if (kind == CloneKind::silent_copy) {
+    pid = static_cast<pid_t>(clone_silent_copy(entry, arg));
+  } else {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    pid = fork();
+    if (pid == 0) _exit(entry(arg));
+#else
+    pid = clone(entry, stack.get() + k_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+#endif
+  }
+  int clone_error = errno;
+  if (pid > 0) setpgid(pid, pid);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  errno = clone_error;
+  return pid;
+}
+
+SpawnedChild spawn_child(const ChildSpec &spec) {
   if (spec.argv.empty()) throw UsageError("no command given");
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<std::string> env_strings = child_environment(spec);
@@ -148,33 +183,15 @@ pid_t spawn_child(const ChildSpec &spec) {
   ExecPlan plan{candidate_paths(spec.argv.front()),    argv.data(),   envp.data(),      getpid(),
                 spec.take_terminal && owns_terminal(), error_pipe[1], inherited.data(), inherited.size()};
 
-  // clone(CLONE_VM | CLONE_VFORK) as posix_spawn does: no page tables to
-  // copy, which keeps the start of the job fast; posix_spawn itself cannot
-  // set PR_SET_PDEATHSIG. Signals stay blocked until the child has reset its
-  // handlers, so none of ours runs in the child while it shares our memory.
-  // Left uninitialised: only the few pages the child touches get faulted in.
-  constexpr std::size_t k_stack_size = 64 * 1024;
-  auto stack = std::make_unique_for_overwrite<char[]>(k_stack_size);
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  // Sanitizer runtimes cannot follow a child that shares our memory on a
-  // stack of its own: sanitized builds pay for a plain fork instead.
-  pid_t pid = fork();
-  if (pid == 0) exec_child(&plan);
-#else
-  pid_t pid = clone(exec_child, stack.get() + k_stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
-#endif
+  // posix_spawn would be as fast, but cannot set PR_SET_PDEATHSIG.
+  pid_t pid = clone_process(CloneKind::shared_until_exec, exec_child, &plan);
   int clone_error = errno;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   close(error_pipe[1]);
   if (pid < 0) {
     close(error_pipe[0]);
     throw resource_error("cannot start the command", clone_error);
   }
-  setpgid(pid, pid);
-  if (plan.take_terminal) g_took_terminal = true;
+  SpawnedChild child{pid, plan.take_terminal};
   int err = 0;
   ssize_t n;
   do {
@@ -185,13 +202,13 @@ pid_t spawn_child(const ChildSpec &spec) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    restore_terminal();
+    restore_terminal(child.took_terminal);
     const std::string &program = spec.argv.front();
     if (err == ENOENT || err == ENOTDIR)
       throw Error(ExitCode::not_found, fmt::format("command not found: {}", program));
     throw Error(ExitCode::cannot_execute, errno_message(fmt::format("cannot execute {}", program), err));
   }
-  return pid;
+  return child;
 }
 
 namespace {
@@ -211,14 +228,14 @@ void give_terminal(pid_t group) {
 
 } // namespace
 
-void restore_terminal() {
-  if (!g_took_terminal) return;
-  g_took_terminal = false;
+void restore_terminal(bool &took_terminal) {
+  if (!took_terminal) return;
+  took_terminal = false;
   give_terminal(getpgrp());
 }
 
-bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare) {
-  if (!g_took_terminal || (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU)) return false;
+bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare, bool took_terminal) {
+  if (!took_terminal || (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU)) return false;
   // As sudo does: the terminal back to our group, then we stop with the
   // job's own signal (its default action, whatever our mask), so that the
   // shell, which waits for dlock, sees its job stopped and takes the

@@ -21,25 +21,62 @@ struct ChildSpec {
   std::vector<int> inherited_fds;
 };
 
+// Keeps a function out of the sanitizers' reach: it runs in a process made
+// by a raw clone (clone_process), whose copy of the sanitizer runtimes'
+// state is not theirs to use.
+#define DLOCK_RAW_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+// How clone_process makes the new process.
+enum class CloneKind {
+  // Shares dlock's memory, on a stack of its own, and suspends the calling
+  // thread until it execs or exits (CLONE_VM | CLONE_VFORK, as posix_spawn
+  // does: no page tables to copy); its end sends SIGCHLD. The job.
+  // Sanitized builds make a plain fork instead: their runtimes cannot
+  // follow a child that shares our memory on a stack of its own.
+  shared_until_exec,
+  // A copy of dlock's memory whose end sends no signal (exit signal 0):
+  // waitpid(-1) without __WCLONE neither reports nor counts it. No fork
+  // handlers run, so `entry` may make raw system calls only, and must be
+  // DLOCK_RAW_CHILD_CODE. The guard.
+  silent_copy,
+};
+
+// Runs `entry(arg)` in a new process of `kind`, which exits with what
+// `entry` returns, and puts it in a process group of its own (the child
+// should call setpgid(0, 0) too: whichever comes first). Every signal is
+// blocked around the clone, and stays blocked in the new process until
+// `entry` unblocks it, so that none of dlock's handlers runs in a process
+// that shares or copies its memory. Returns the pid, or -1 with errno set.
+pid_t clone_process(CloneKind kind, int (*entry)(void *), void *arg);
+
 // Starts the child in its own process group with PR_SET_PDEATHSIG (SIGKILL),
 // default signal dispositions, an empty signal mask and no descriptor of
 // dlock's besides stdin, stdout, stderr and `inherited_fds`. Must be called
 // from the thread that outlives the child: the death signal fires when the
 // *thread* that forked exits. Throws dlock::Error with exit code 127 (not
 // found) or 126 (cannot execute) if the command cannot be executed.
-pid_t spawn_child(const ChildSpec &spec);
+struct SpawnedChild {
+  pid_t pid = -1;
+  // The child's process group was made the terminal's foreground group
+  // (ChildSpec::take_terminal, and dlock had it): restore_terminal gives it
+  // back.
+  bool took_terminal = false;
+};
+SpawnedChild spawn_child(const ChildSpec &spec);
 
-// Gives the terminal back to dlock's own process group if spawn_child took it.
-void restore_terminal();
+// Gives the terminal back to dlock's own process group if spawn_child took
+// it, and clears `took_terminal`.
+void restore_terminal(bool &took_terminal);
 
 // The job's first process was stopped by `stop_signal`. If it was stopped
 // from the terminal (SIGTSTP: Ctrl-Z; SIGTTIN, SIGTTOU: a background read
-// or write) while it had the terminal from spawn_child, dlock stops itself
+// or write) while it had the terminal from spawn_child (`took_terminal`),
+// dlock stops itself
 // the same way, so that the shell's job control works (fg, bg, kill %1),
 // and returns once continued, having continued the job (every process of
 // it but `spare`) and, after fg, given it the terminal again. false (and
 // nothing done) for any other stop: a job stopped by SIGSTOP stays so.
-bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare);
+bool follow_job_stop(pid_t job_group, int stop_signal, pid_t spare, bool took_terminal);
 
 struct Descendant {
   pid_t pid;

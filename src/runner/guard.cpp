@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/signals.hpp"
+#include "runner/child.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +13,6 @@
 #include <ctime>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -43,12 +43,13 @@ char *g_argument_area = nullptr;
 std::size_t g_argument_size = 0;
 
 // The guard runs in a copy of a process that may have other threads (a
-// backend's I/O thread), created by a raw clone: no fork handlers ran, so
-// malloc's and every other lock may be held. It makes raw system calls only
-// (no allocation, no libc state, no sanitizer interceptor), and every signal
-// is blocked in it. Sanitizer runtimes, whose state is not theirs to use
-// in such a copy, are kept out of its functions.
-#define DLOCK_GUARD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
+// backend's I/O thread), created by a raw clone (clone_process): no fork
+// handlers ran, so malloc's and every other lock may be held. It makes raw
+// system calls only (no allocation, no libc state, no sanitizer
+// interceptor), and every signal is blocked in it. Sanitizer runtimes,
+// whose state is not theirs to use in such a copy, are kept out of its
+// functions.
+#define DLOCK_GUARD_CODE DLOCK_RAW_CHILD_CODE
 
 DLOCK_GUARD_CODE long sys(long number, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
   return syscall(number, a, b, c, d, e);
@@ -152,6 +153,16 @@ DLOCK_GUARD_CODE void take_guard_name() {
   __builtin_unreachable();
 }
 
+struct WatchPlan {
+  int read_end;
+  int descriptor_limit;
+};
+
+DLOCK_GUARD_CODE int start_watch(void *arg) {
+  auto *plan = static_cast<const WatchPlan *>(arg);
+  watch(plan->read_end, plan->descriptor_limit);
+}
+
 } // namespace
 
 ArgumentArea::ArgumentArea(int argc, char **argv) {
@@ -182,21 +193,14 @@ Guard Guard::start() {
   int descriptor_limit = 1 << 20;
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < static_cast<rlim_t>(descriptor_limit))
     descriptor_limit = static_cast<int>(files.rlim_cur);
-  sigset_t all, previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  // A fork whose end sends no signal (exit signal 0): waitpid(-1) without
-  // __WCLONE neither reports nor counts it, so waiting for every descendant
-  // of the job does not wait for the guard. No CLONE_VM: a process sharing
-  // dlock's memory would be killed with it by the OOM killer, the very case
-  // it is there for.
-  long pid = syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L);
-  if (pid == 0) watch(read_end.get(), descriptor_limit);
-  int clone_error = errno;
-  if (pid > 0) setpgid(static_cast<pid_t>(pid), static_cast<pid_t>(pid));
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (pid < 0) throw resource_error("cannot start the guard process", clone_error);
-  return Guard(std::move(write_end), static_cast<pid_t>(pid));
+  // A copy whose end sends no signal, so waiting for every descendant of
+  // the job does not wait for the guard. Not one sharing dlock's memory: it
+  // would be killed with dlock by the OOM killer, the very case it is there
+  // for.
+  WatchPlan plan{read_end.get(), descriptor_limit};
+  pid_t pid = clone_process(CloneKind::silent_copy, start_watch, &plan);
+  if (pid < 0) throw resource_error("cannot start the guard process", errno);
+  return Guard(std::move(write_end), pid);
 }
 
 Guard::~Guard() {

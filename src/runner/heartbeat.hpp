@@ -18,14 +18,14 @@ backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::
 
 // Renews the lease every T/3 on its own thread, and quickly again after a
 // renewal nobody confirmed. It only reports; the thread that owns the child
-// enforces the deadlines from snapshot(), so a renewal that hangs cannot
-// delay the stop of the child.
+// enforces the deadlines from snapshot() (timeline.hpp next_stop_step), so
+// a renewal that hangs cannot delay the stop of the child.
 class Heartbeat {
 public:
   struct State {
     SteadyClock::time_point confirmed_at; // t0
     Millis ttl{};                         // T
-    bool lost = false;                    // the backend refused a renewal
+    bool lost = false;                    // refused, or one fell due past the kill deadline
     std::string reason;                   // why lost, or the last failure
     int renewals = 0;
     int failures_in_row = 0;

@@ -30,12 +30,6 @@ namespace {
 
 using std::chrono::duration_cast;
 
-// ended_unguarded: the job ended on its own, but dlock saw it only after
-// the lease could have lapsed (dlock was paused or starved meanwhile).
-// guard_killed: dlock was not running when the lease's kill deadline came,
-// and its guard killed the job's process group.
-enum class StopReason { none, lost, lease_deadline, max_runtime, ended_unguarded, guard_killed };
-
 void drain(int fd) {
   char buffer[64];
   while (read(fd, buffer, sizeof buffer) > 0) {
@@ -72,7 +66,9 @@ public:
       throw resource_error("cannot create an eventfd", err);
     }
     try {
-      m_child = spawn_child(spec);
+      SpawnedChild child = spawn_child(spec);
+      m_child = child.pid;
+      m_took_terminal = child.took_terminal;
     } catch (const Error &) {
       m_backend.release(lease);
       throw;
@@ -91,7 +87,7 @@ public:
     // Release before the heartbeat thread is joined: a waiter should not
     // wait for our thread to be scheduled.
     heartbeat.quiesce();
-    restore_terminal();
+    restore_terminal(m_took_terminal);
     Heartbeat::State state = heartbeat.snapshot();
     judge_unobserved_end(state);
     return finish(state);
@@ -122,59 +118,38 @@ private:
   }
 
   void supervise(Heartbeat &heartbeat, int wake_fd) {
-    const Millis kill_after = m_options.kill_after;
-    auto max_at = m_options.max_runtime ? m_started + *m_options.max_runtime : SteadyClock::time_point::max();
-    auto stop_kill_at = SteadyClock::time_point::max();
-    auto last_kill = SteadyClock::time_point{};
-    // The heartbeat thread starts when the first renewal falls due: a short
-    // job never pays for a thread.
+    StopLimits limits{m_options.kill_after, m_options.lost_kill_after};
+    if (m_options.max_runtime) limits.max_runtime_at = m_started + *m_options.max_runtime;
     auto first_renewal = m_lease.confirmed_at + renew_interval(m_lease.ttl);
-    // News from the backend (its session expired, its node was deleted)
-    // starts it early: the heartbeat renews at once and sees the loss.
     const int news_fd = m_backend.event_fd();
     while (!reap()) {
       if (int stop_signal = std::exchange(m_job_stop_signal, 0);
-          stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid()))
+          stop_signal && follow_job_stop(m_child, stop_signal, m_guard.pid(), m_took_terminal))
         detail(1, "continued after the job was stopped by signal {}", stop_signal);
       note_group_gone();
       note_leftovers();
       auto now = SteadyClock::now();
-      if (!heartbeat.started() && now >= first_renewal) start_renewing(heartbeat, first_renewal);
+      if (plan_renewal_start(now, first_renewal, heartbeat.started()).start_now)
+        start_renewing(heartbeat, first_renewal);
       Heartbeat::State state = heartbeat.snapshot();
       // Every confirmed renewal moves the guard's deadline too.
       if (state.confirmed_at != m_guarded_t0) {
         m_guarded_t0 = state.confirmed_at;
         m_guard.kill_deadline(guard_kill_at(state.confirmed_at, state.ttl));
       }
-      Deadlines deadlines = compute_deadlines(state.confirmed_at, state.ttl, kill_after);
-      if (m_stop == StopReason::none) {
-        if (state.lost) {
-          begin_stop(StopReason::lost, state.reason, lost_kill_at(deadlines, now, m_options.lost_kill_after),
-                     stop_kill_at);
-        } else if (now >= deadlines.term_at) {
-          begin_stop(StopReason::lease_deadline, m_no_renewals.empty() ? state.reason : m_no_renewals,
-                     deadlines.kill_at, stop_kill_at);
-        } else if (now >= max_at) {
-          m_child_exited_before_stop = m_child_status.has_value();
-          begin_stop(StopReason::max_runtime, "", now + kill_after, stop_kill_at);
-        }
-      }
-      // Whatever else happens, nothing of the job may run past the point
-      // where the lease could lapse.
-      auto kill_at = std::min(stop_kill_at, deadlines.kill_at);
-      if (now >= kill_at) {
-        if (m_stop == StopReason::none) m_stop = StopReason::lease_deadline;
-        if (now - last_kill >= Millis(20)) {
-          send(SIGKILL);
-          last_kill = now;
-        }
-      }
-      auto next_wake = kill_at <= now ? last_kill + Millis(20) : kill_at;
-      if (m_stop == StopReason::none) next_wake = std::min({next_wake, deadlines.term_at, max_at});
-      if (!heartbeat.started()) next_wake = std::min(next_wake, first_renewal);
+      // A heartbeat that could not start has only that to say.
+      LeaseReport report{state.confirmed_at, state.ttl, state.lost,
+                         m_no_renewals.empty() ? state.reason : m_no_renewals};
+      StopStep step = next_stop_step(m_stop, now, report, limits);
+      if (m_stop.reason == StopReason::none && step.state.reason == StopReason::max_runtime)
+        m_child_exited_before_stop = m_child_status.has_value();
+      m_stop = std::move(step.state);
+      if (step.send_term) send(SIGTERM);
+      if (step.send_kill) send(SIGKILL);
+      RenewalStart renewal = plan_renewal_start(now, first_renewal, heartbeat.started());
       pollfd fds[3] = {{Signals::event_fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}, {news_fd, POLLIN, 0}};
-      bool watch_news = news_fd >= 0 && !heartbeat.started() && m_no_renewals.empty();
-      int ready = poll(fds, watch_news ? 3 : 2, poll_timeout(now, next_wake));
+      bool watch_news = news_fd >= 0 && renewal.watch_news;
+      int ready = poll(fds, watch_news ? 3 : 2, poll_timeout(now, std::min(step.wake_at, renewal.wake_at)));
       if (ready < 0 && errno != EINTR) throw Error(ExitCode::internal, errno_message("poll failed", errno));
       if (watch_news && ready > 0 && (fds[2].revents & POLLIN)) start_renewing(heartbeat, first_renewal);
       drain(wake_fd);
@@ -246,33 +221,22 @@ private:
     m_guard.group_gone();
   }
 
-  // The loop above checks the deadlines only while the job runs. If dlock
-  // was not running when the lease could lapse (SIGSTOP, a VM pause, a
-  // starved machine) and the job ended meanwhile, its end is seen only after
-  // the lease was in doubt: nobody can say the job finished under the lock,
-  // so the run must not report the job's status as if it had.
+  // The loop above checks the deadlines only while the job runs: a job
+  // that ended with no stop under way is judged by judge_end.
   void judge_unobserved_end(const Heartbeat::State &state) {
-    if (m_stop != StopReason::none) return;
-    bool late = m_ended_seen_at >= compute_deadlines(state.confirmed_at, state.ttl, Millis(0)).kill_at;
-    if (!state.lost && !late) return;
+    if (m_stop.reason != StopReason::none) return;
+    EndVerdict verdict = judge_end(m_ended_seen_at, {state.confirmed_at, state.ttl, state.lost, state.reason});
+    if (verdict.clean) return;
     // The guard's SIGKILL at the deadline, not the job's own end. The guard
     // exits right after its kill: a short wait covers that moment without
     // holding up the exit when it was not the guard (it then lives on).
-    if (late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
+    if (verdict.late && m_child_status && WIFSIGNALED(*m_child_status) && WTERMSIG(*m_child_status) == SIGKILL &&
         m_guard.killed_at_deadline(Millis(50))) {
-      m_stop = StopReason::guard_killed;
+      m_stop.reason = StopReason::guard_killed;
       return;
     }
-    m_stop = StopReason::ended_unguarded;
-    m_stop_reason = state.lost ? state.reason : k_unscheduled_reason;
-  }
-
-  void begin_stop(StopReason reason, const std::string &why, SteadyClock::time_point kill_by,
-                  SteadyClock::time_point &stop_kill_at) {
-    m_stop = reason;
-    m_stop_reason = why;
-    stop_kill_at = kill_by;
-    send(SIGTERM);
+    m_stop.reason = StopReason::ended_unguarded;
+    m_stop.why = verdict.why;
   }
 
   int finish(const Heartbeat::State &state) {
@@ -282,10 +246,10 @@ private:
     // end by itself: a release would only hold dlock up for its timeout.
     // A lease in doubt is not released either: it ends by itself, and the
     // exit must not wait for a round trip to a backend that may be away.
-    const bool release = m_stop == StopReason::none || m_stop == StopReason::max_runtime;
+    const bool release = m_stop.reason == StopReason::none || m_stop.reason == StopReason::max_runtime;
     if (release) {
       try {
-        if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop == StopReason::none)
+        if (m_backend.release(m_lease) == backend::ReleaseOutcome::not_owner && m_stop.reason == StopReason::none)
           say("warning: lock '{}' was no longer held by this run when it was released", name);
         // From here dlock only winds down, while a waiter that was just
         // woken needs a CPU (and, on a networked backend, the server's) to
@@ -300,18 +264,18 @@ private:
     detail(1, "{} '{}' after {} ({} renewal{}); the job {}", release ? "released" : "gave up", name,
            format_duration(held_for), state.renewals, state.renewals == 1 ? "" : "s",
            m_child_status ? describe_status(*m_child_status) : "did not end");
-    switch (m_stop) {
+    switch (m_stop.reason) {
     case StopReason::lost:
       say("lost lock '{}': {}; the job was stopped", name,
-          m_stop_reason.empty() ? "the backend refused the renewal" : m_stop_reason);
+          m_stop.why.empty() ? "the backend refused the renewal" : m_stop.why);
       return m_options.lost_exit_code;
     case StopReason::lease_deadline:
       say("lock '{}' could not be renewed before its lease could lapse{}; the job was stopped", name,
-          m_stop_reason.empty() ? "" : " (" + m_stop_reason + ")");
+          m_stop.why.empty() ? "" : " (" + m_stop.why + ")");
       return m_options.lost_exit_code;
     case StopReason::ended_unguarded:
-      say("lock '{}' could have been lost before the job ended ({}); the job exited with status {}", name,
-          m_stop_reason, m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal));
+      say("lock '{}' could have been lost before the job ended ({}); the job exited with status {}", name, m_stop.why,
+          m_child_status ? exit_status_of(*m_child_status) : to_int(ExitCode::internal));
       return m_options.lost_exit_code;
     case StopReason::guard_killed:
       say("lock '{}' could not be renewed while dlock was not running (stopped, hung or starved); its guard killed "
@@ -341,6 +305,7 @@ private:
   Guard &m_guard;
   RunObserver *m_observer;
   pid_t m_child = -1;
+  bool m_took_terminal = false; // the job has the terminal (spawn_child)
   std::optional<int> m_child_status;
   int m_job_stop_signal = 0; // the job's first process was stopped by it (reap)
   bool m_leftovers_noted = false;
@@ -351,8 +316,7 @@ private:
   std::string m_no_renewals; // why the heartbeat could not start, if it could not
   SteadyClock::time_point m_started;
   SteadyClock::time_point m_ended_seen_at;
-  StopReason m_stop = StopReason::none;
-  std::string m_stop_reason;
+  StopState m_stop;
 };
 
 } // namespace

@@ -3,6 +3,8 @@
 #include "core/duration.hpp"
 
 #include <chrono>
+#include <optional>
+#include <string>
 
 namespace dlock::runner {
 
@@ -49,6 +51,90 @@ SteadyClock::time_point guard_kill_at(SteadyClock::time_point t0, Millis ttl);
 // SIGKILL deadline (SIGSTOP, a VM pause, a starved machine).
 inline constexpr char k_unscheduled_reason[] =
     "the lease could have run out while dlock was not running (paused or starved)";
+
+// Why the job was stopped, or why its end does not count as a clean run.
+// ended_unguarded: the job ended on its own, but dlock saw it only after
+// the lease could have lapsed (dlock was paused or starved meanwhile).
+// guard_killed: dlock was not running when the lease's kill deadline came,
+// and its guard killed the job's process group.
+enum class StopReason { none, lost, lease_deadline, max_runtime, ended_unguarded, guard_killed };
+
+// The heartbeat's latest report on the lease, as the supervision sees it
+// when it wakes.
+struct LeaseReport {
+  SteadyClock::time_point confirmed_at; // t0
+  Millis ttl{};                         // T
+  bool lost = false;                    // a confirmed loss
+  std::string reason;                   // why lost, or why renewals go unconfirmed
+};
+
+// What bounds a stop, fixed when the job starts.
+struct StopLimits {
+  Millis kill_after{};      // --kill-after, before compute_deadlines caps it
+  Millis lost_kill_after{}; // --lost-kill-after
+  // The job's start plus --max-runtime; max() without one.
+  SteadyClock::time_point max_runtime_at = SteadyClock::time_point::max();
+};
+
+// The stop decided so far, carried from one wake-up to the next.
+struct StopState {
+  StopReason reason = StopReason::none;
+  std::string why;                                                  // the lease's reason when the stop began
+  SteadyClock::time_point kill_at = SteadyClock::time_point::max(); // the stop's own SIGKILL deadline
+  std::optional<SteadyClock::time_point> last_kill;                 // when SIGKILL was last sent
+};
+
+// SIGKILL is sent again this often until no process of the job is left
+// (one that was being forked, or that left the group, when it was sent).
+inline constexpr Millis k_kill_repeat{20};
+
+struct StopStep {
+  StopState state;
+  bool send_term = false; // SIGTERM now: the stop begins (once per run)
+  bool send_kill = false; // SIGKILL now
+  // When to look again if nothing happens meanwhile (a renewal, a signal,
+  // the job's end).
+  SteadyClock::time_point wake_at = SteadyClock::time_point::max();
+};
+
+// The stop policy of the safety timeline and --max-runtime, at `now`: the
+// first of a confirmed loss (SIGTERM at once, SIGKILL lost_kill_at later),
+// the lease's SIGTERM deadline (SIGKILL at its kill_at) and --max-runtime
+// (SIGKILL --kill-after later, uncapped) begins the stop; a stop, once
+// begun, is never called off or replaced. Whatever else happens, SIGKILL
+// goes out from the lease's kill_at on, every k_kill_repeat. The
+// supervision loop only carries the step out, and calls again with the
+// returned state.
+StopStep next_stop_step(const StopState &state, SteadyClock::time_point now, const LeaseReport &lease,
+                        const StopLimits &limits);
+
+// How the end of a job is judged when no stop was under way. If dlock was
+// not running when the lease could lapse (SIGSTOP, a VM pause, a starved
+// machine) and the job ended meanwhile, its end is seen only from the
+// lease's kill deadline on (`late`): nobody can say the job finished under
+// the lock, so the run must not report the job's status as if it had; nor
+// after a loss that the heartbeat reported as the job ended. Only a late
+// end can be the guard's kill (runner/guard.hpp).
+struct EndVerdict {
+  bool clean = true;
+  bool late = false;
+  std::string why; // why the end is not clean
+};
+EndVerdict judge_end(SteadyClock::time_point seen_at, const LeaseReport &lease);
+
+// The renewal thread starts when the first renewal falls due, so a short
+// job never pays for a thread; news from the backend (its session ended,
+// the lock's node was deleted) starts it early, so the loss is seen at
+// once, and is watched for until then.
+struct RenewalStart {
+  bool start_now = false;
+  bool watch_news = false;
+  SteadyClock::time_point wake_at = SteadyClock::time_point::max();
+};
+
+// `first_renewal` is max() once the thread could not be started: then
+// nothing renews, and nothing is waited for on its account.
+RenewalStart plan_renewal_start(SteadyClock::time_point now, SteadyClock::time_point first_renewal, bool started);
 
 // Renew every T/3.
 Millis renew_interval(Millis ttl);

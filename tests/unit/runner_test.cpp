@@ -343,7 +343,7 @@ TEST_CASE("the guard kills the job's process group when the latest kill deadline
   Signals::install();
   auto guard = runner::Guard::start();
   REQUIRE(guard.pid() > 0);
-  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}});
+  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}}).pid;
   auto started = SteadyClock::now();
   guard.job_started(job, started + 200ms);
   // A confirmed renewal's deadline replaces the first one.
@@ -361,7 +361,7 @@ TEST_CASE("a guard told that the job's process group is empty never kills that g
   Signals::install();
   auto guard = runner::Guard::start();
   REQUIRE(guard.pid() > 0);
-  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}});
+  pid_t job = runner::spawn_child({{"sleep", "30"}, {}, {}, false, {}}).pid;
   guard.job_started(job, SteadyClock::now() + 100ms);
   guard.group_gone();
   // The guard has ended without killing anything.
