@@ -13,7 +13,6 @@
 #include "backend/etcd/etcd_backend.hpp"
 
 #include "backend/etcd/gateway.hpp"
-#include "backend/registry.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
 #include "core/net.hpp"
@@ -519,9 +518,3 @@ std::unique_ptr<Backend> create_etcd_backend(const BackendConfig &config) {
 }
 
 } // namespace dlock::backend::etcd
-
-extern "C" {
-extern const dlock::backend::ModuleEntry dlock_backend_module;
-const dlock::backend::ModuleEntry dlock_backend_module = {dlock::backend::k_module_abi_version, "etcd",
-                                                          &dlock::backend::etcd::create_etcd_backend};
-}
