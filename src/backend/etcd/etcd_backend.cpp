@@ -16,7 +16,6 @@
 #include "backend/etcd/watch.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
-#include "core/net.hpp"
 
 #include <fmt/format.h>
 
@@ -28,7 +27,6 @@ namespace dlock::backend::etcd {
 
 namespace {
 
-constexpr int k_default_port = 2379;
 constexpr const char *k_key_deleted = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
 
 // The end of the key range of everything that starts with `prefix`.
@@ -52,7 +50,7 @@ Json range_request(const std::string &prefix, bool keys_only) {
 
 class EtcdBackend : public TakingBackend {
 public:
-  explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(options_for(config)) {}
+  explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(gateway_options(config)) {}
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     auto id = lease_from_token(lease.token);
@@ -181,40 +179,6 @@ public:
   }
 
 private:
-  static GatewayOptions options_for(const BackendConfig &config) {
-    const Url &url = config.url;
-    GatewayOptions options;
-    bool tls = url.scheme == "etcds";
-    options.label = url.redacted();
-    options.timeout = config.connect_timeout;
-    if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no etcd endpoint in the URL", options.label));
-    if (!url.path.empty() && url.path != "/")
-      throw ConfigError(fmt::format("{}: etcd URLs take no path (the namespace is --namespace)", options.label));
-    for (const auto &[key, value] : url.query) {
-      if (tls && key == "cacert") {
-        options.cacert = value;
-      } else if (tls && key == "cert") {
-        options.cert = value;
-      } else if (tls && key == "key") {
-        options.key = value;
-      } else {
-        throw ConfigError(
-            fmt::format("{}: unknown option '{}' (etcds:// takes cacert, cert and key)", options.label, key));
-      }
-    }
-    if (options.cert.empty() != options.key.empty())
-      throw ConfigError(fmt::format("{}: cert and key go together", options.label));
-    for (const auto &host : url.hosts) {
-      net::Address address = net::parse_address(host, k_default_port);
-      options.endpoints.push_back(fmt::format("{}://{}", tls ? "https" : "http", address.display()));
-    }
-    options.user = url.user;
-    options.password = config.password ? config.password : url.password;
-    if (options.password && !options.user)
-      throw ConfigError(fmt::format("{}: a password needs a user name in the URL (etcd://USER@host)", options.label));
-    return options;
-  }
-
   std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }
   std::string key_of(const std::string &name, std::int64_t lease) const { return prefix_of(name) + lease_hex(lease); }
 
@@ -307,61 +271,19 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    const std::string prefix = prefix_of(request.name);
     Json holder = Json::object();
     add_holder(holder, request.holder);
     const std::string value = base64_encode(holder.dump());
     for (bool again = false;; again = true) {
       if (again && deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-      auto granted_at = SteadyClock::now();
-      auto [lease, ttl] = grant(request.ttl);
-      std::string key = key_of(request.name, lease);
-      Json txn = {
-          {"compare", {{{"key", base64_encode(key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
-          {"success",
-           {{{"request_put", {{"key", base64_encode(key)}, {"value", value}, {"lease", std::to_string(lease)}}}},
-            {{"request_range", range_request(prefix, true)}}}},
-          {"failure", {{{"request_range", range_request(prefix, true)}}}},
-      };
-      std::optional<Json> answer;
-      try {
-        answer = m_gateway.call("/v3/kv/txn", txn);
-      } catch (const EtcdError &refused) {
-        // The lease granted a moment ago has already run out: dlock was
-        // paused (or starved) for longer than T in between. Start over.
-        if (refused.grpc_code() == k_grpc_not_found) {
-          detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
-          continue;
-        }
-        revoke_quietly(lease);
-        throw;
-      } catch (...) {
-        revoke_quietly(lease);
-        throw;
-      }
-      const Json &responses = array_in(*answer, "responses");
-      if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", key));
-      auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
-      auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
-      if (mine == contenders.end()) {
-        revoke_quietly(lease);
-        throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
-      }
-      std::int64_t revision = mine->create_revision;
-      std::int64_t listed_at = number_in(object_in(*answer, "header"), "revision");
-      if (mine == contenders.begin()) return acquired(request, lease, revision, ttl, granted_at);
+      auto place = join_queue(request, value);
+      if (!place) continue;
+      if (!place->ahead) return acquired(request, *place);
       if (!wait) {
-        revoke_quietly(lease);
+        revoke_quietly(place->lease);
         return {AcquireOutcome::busy, std::nullopt, 0};
       }
-      QueuePlace place{.key = key,
-                       .lease = lease,
-                       .ttl = ttl,
-                       .create_revision = revision,
-                       .confirmed_at = granted_at,
-                       .ahead = *std::prev(mine),
-                       .listed_at = listed_at};
-      auto outcome = wait_turn(request, std::move(place), deadline, *interrupt);
+      auto outcome = wait_turn(request, std::move(*place), deadline, *interrupt);
       if (outcome) return *outcome;
       // Our key or lease vanished while we waited (dlock was paused for
       // longer than T, or someone deleted the key): start over.
@@ -369,28 +291,77 @@ private:
     }
   }
 
-  AcquireResult acquired(const LockRequest &request, std::int64_t lease, std::int64_t revision, Millis ttl,
-                         SteadyClock::time_point confirmed_at) {
-    m_held = HeldKey{key_of(request.name, lease), revision + 1};
-    Lease out;
-    out.name = request.name;
-    out.token = lease_hex(lease);
-    out.fence = static_cast<std::uint64_t>(revision);
-    out.ttl = ttl;
-    out.confirmed_at = confirmed_at;
-    return {AcquireOutcome::acquired, std::move(out), 0};
-  }
-
-  // Where a contender stands in a lock's queue while it waits.
+  // Where a contender stands in a lock's queue.
   struct QueuePlace {
     std::string key; // ours: NS/NAME/<lease id in hex>
     std::int64_t lease = 0;
     Millis ttl{};                           // the lease's, as etcd granted it
     std::int64_t create_revision = 0;       // our key's: the fence once we hold the lock
     SteadyClock::time_point confirmed_at{}; // when the last keep-alive that etcd answered was sent
-    Contender ahead;                        // the key just before ours, which we watch
+    std::optional<Contender> ahead;         // the key just before ours, which we watch; none: the lock is ours
     std::int64_t listed_at = 0;             // the revision of the listing that showed it
   };
+
+  // Joins the lock's queue: a new lease, our key under it, and a listing
+  // of the queue, in one transaction. nullopt when the lease ran out
+  // before the key was written: start over.
+  std::optional<QueuePlace> join_queue(const LockRequest &request, const std::string &value) {
+    const std::string prefix = prefix_of(request.name);
+    QueuePlace place;
+    place.confirmed_at = SteadyClock::now();
+    auto granted = grant(request.ttl);
+    place.lease = granted.id;
+    place.ttl = granted.ttl;
+    place.key = key_of(request.name, place.lease);
+    Json txn = {
+        {"compare", {{{"key", base64_encode(place.key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
+        {"success",
+         {{{"request_put",
+            {{"key", base64_encode(place.key)}, {"value", value}, {"lease", std::to_string(place.lease)}}}},
+          {{"request_range", range_request(prefix, true)}}}},
+        {"failure", {{{"request_range", range_request(prefix, true)}}}},
+    };
+    std::optional<Json> answer;
+    try {
+      answer = m_gateway.call("/v3/kv/txn", txn);
+    } catch (const EtcdError &refused) {
+      // The lease granted a moment ago has already run out: dlock was
+      // paused (or starved) for longer than T in between. Start over.
+      if (refused.grpc_code() == k_grpc_not_found) {
+        detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
+        return std::nullopt;
+      }
+      revoke_quietly(place.lease);
+      throw;
+    } catch (...) {
+      revoke_quietly(place.lease);
+      throw;
+    }
+    const Json &responses = array_in(*answer, "responses");
+    if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", place.key));
+    auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
+    auto mine =
+        std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
+    if (mine == contenders.end()) {
+      revoke_quietly(place.lease);
+      throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
+    }
+    place.create_revision = mine->create_revision;
+    place.listed_at = number_in(object_in(*answer, "header"), "revision");
+    if (mine != contenders.begin()) place.ahead = *std::prev(mine);
+    return place;
+  }
+
+  AcquireResult acquired(const LockRequest &request, const QueuePlace &place) {
+    m_held = HeldKey{place.key, place.create_revision + 1};
+    Lease out;
+    out.name = request.name;
+    out.token = lease_hex(place.lease);
+    out.fence = static_cast<std::uint64_t>(place.create_revision);
+    out.ttl = place.ttl;
+    out.confirmed_at = place.confirmed_at;
+    return {AcquireOutcome::acquired, std::move(out), 0};
+  }
 
   // Waits for our turn; nullopt when our key is gone and we must start over.
   std::optional<AcquireResult> wait_turn(const LockRequest &request, QueuePlace place,
@@ -407,24 +378,24 @@ private:
       }
     } leave{*this, place.lease};
     const std::string prefix = prefix_of(request.name);
-    m_watch.open(place.ahead.key, place.listed_at + 1);
+    m_watch.open(place.ahead->key, place.listed_at + 1);
     auto next_keepalive = place.confirmed_at + place.ttl / 3;
     for (;;) {
       auto until = std::min(next_keepalive, deadline.value_or(SteadyClock::time_point::max()));
       auto events = m_watch.wait(until, interrupt.fd());
       if (interrupt.requested()) return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
-      bool look = deleted_in(events, place.ahead.key) || std::any_of(events.begin(), events.end(), [](const auto &e) {
+      bool look = deleted_in(events, place.ahead->key) || std::any_of(events.begin(), events.end(), [](const auto &e) {
                     return e.kind == WatchEvent::Kind::compacted;
                   });
       if (look) {
         switch (look_at_queue(prefix, place)) {
         case Turn::ours:
           leave.revoke = false;
-          return acquired(request, place.lease, place.create_revision, place.ttl, place.confirmed_at);
+          return acquired(request, place);
         case Turn::gone:
           return std::nullopt;
         case Turn::waiting:
-          m_watch.open(place.ahead.key, place.listed_at + 1);
+          m_watch.open(place.ahead->key, place.listed_at + 1);
           continue;
         }
       }

@@ -1,6 +1,7 @@
 #include "backend/etcd/gateway.hpp"
 
 #include "core/log.hpp"
+#include "core/net.hpp"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@ namespace {
 constexpr int k_grpc_unavailable = 14;
 constexpr int k_grpc_deadline_exceeded = 4;
 constexpr const char *k_authenticate = "/v3/auth/authenticate";
+constexpr int k_default_port = 2379;
 
 // etcd's refusals that mean "these credentials may not do this".
 bool is_auth_refusal(int code, const std::string &message) {
@@ -186,6 +188,40 @@ std::unique_ptr<HttpConnection> Gateway::connect(std::size_t endpoint) const {
 std::vector<std::string> Gateway::stream_headers(std::size_t endpoint, SteadyClock::time_point deadline) {
   if (m_options.user && !m_tokens.count(endpoint)) authenticate(endpoint, deadline, -1);
   return headers_for(endpoint);
+}
+
+GatewayOptions gateway_options(const BackendConfig &config) {
+  const Url &url = config.url;
+  GatewayOptions options;
+  bool tls = url.scheme == "etcds";
+  options.label = url.redacted();
+  options.timeout = config.connect_timeout;
+  if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no etcd endpoint in the URL", options.label));
+  if (!url.path.empty() && url.path != "/")
+    throw ConfigError(fmt::format("{}: etcd URLs take no path (the namespace is --namespace)", options.label));
+  for (const auto &[key, value] : url.query) {
+    if (tls && key == "cacert") {
+      options.cacert = value;
+    } else if (tls && key == "cert") {
+      options.cert = value;
+    } else if (tls && key == "key") {
+      options.key = value;
+    } else {
+      throw ConfigError(
+          fmt::format("{}: unknown option '{}' (etcds:// takes cacert, cert and key)", options.label, key));
+    }
+  }
+  if (options.cert.empty() != options.key.empty())
+    throw ConfigError(fmt::format("{}: cert and key go together", options.label));
+  for (const auto &host : url.hosts) {
+    net::Address address = net::parse_address(host, k_default_port);
+    options.endpoints.push_back(fmt::format("{}://{}", tls ? "https" : "http", address.display()));
+  }
+  options.user = url.user;
+  options.password = config.password ? config.password : url.password;
+  if (options.password && !options.user)
+    throw ConfigError(fmt::format("{}: a password needs a user name in the URL (etcd://USER@host)", options.label));
+  return options;
 }
 
 } // namespace dlock::backend::etcd

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/backend.hpp"
 #include "backend/etcd/http.hpp"
 #include "backend/etcd/reply.hpp"
 #include "core/duration.hpp"
@@ -44,6 +45,11 @@ struct GatewayOptions {
   Millis timeout{2000}; // each request to one endpoint
   std::string label;    // the redacted URL, for messages
 };
+
+// The options for config.url: etcd://host[:2379][,host[:port]...] or
+// etcds:// with ?cacert=&cert=&key=, a user and a password (from the URL
+// or config.password). ConfigError (78) for anything else.
+GatewayOptions gateway_options(const BackendConfig &config);
 
 // Requests to an etcd cluster: each goes to the endpoint that answered
 // last and fails over to the others; with a user, each endpoint gets its
