@@ -115,23 +115,7 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
         deadline = std::min(deadline, now + std::max<SteadyClock::duration>(Millis(200), (*answer_by - now) / 2));
     }
     if (now >= deadline) break;
-    // One login per endpoint (nothing promises that a member honours
-    // another's simple token), renewed once when etcd says it expired.
-    Attempt result;
-    for (int round = 0; round < 2; ++round) {
-      if (m_options.user && !m_tokens.count(endpoint)) {
-        Attempt login = authenticate(endpoint, deadline, interrupt_fd);
-        if (!login.answered) {
-          result = std::move(login);
-          break;
-        }
-      }
-      result = attempt(endpoint, path, body, deadline, interrupt_fd);
-      if (!(result.code == k_grpc_unauthenticated && result.message.find("invalid auth token") != std::string::npos &&
-            m_options.user))
-        break;
-      m_tokens.erase(endpoint);
-    }
+    Attempt result = attempt_logged_in(endpoint, path, body, deadline, interrupt_fd);
     if (result.interrupted) return std::nullopt;
     if (!result.answered) {
       failures.push_back(result.failure);
@@ -143,18 +127,41 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
       m_current = endpoint;
       return std::move(result.answer);
     }
-    if (is_auth_refusal(result.code, result.message)) {
-      if (!m_options.user && result.message.find("user name is empty") != std::string::npos)
-        throw EtcdError(ExitCode::auth, result.code,
-                        fmt::format("{}: etcd requires authentication: give a user in the URL (etcd://USER@host) and "
-                                    "its password in DLOCK_PASSWORD or --password-file",
-                                    m_options.label));
-      throw EtcdError(ExitCode::auth, result.code, fmt::format("{}: {}", m_options.label, result.message));
-    }
-    throw EtcdError(ExitCode::unavailable, result.code, result.message);
+    refuse(result);
   }
   if (failures.empty()) failures.push_back("no time left to ask");
   throw UnavailableError(fmt::format("{}: etcd did not answer: {}", m_options.label, fmt::join(failures, "; ")));
+}
+
+Gateway::Attempt Gateway::attempt_logged_in(std::size_t endpoint, const std::string &path, const Json &body,
+                                            SteadyClock::time_point deadline, int interrupt_fd) {
+  // One login per endpoint (nothing promises that a member honours
+  // another's simple token), renewed once when etcd says it expired.
+  Attempt result;
+  for (int round = 0; round < 2; ++round) {
+    if (m_options.user && !m_tokens.count(endpoint)) {
+      Attempt login = authenticate(endpoint, deadline, interrupt_fd);
+      if (!login.answered) return login;
+    }
+    result = attempt(endpoint, path, body, deadline, interrupt_fd);
+    if (!(result.code == k_grpc_unauthenticated && result.message.find("invalid auth token") != std::string::npos &&
+          m_options.user))
+      break;
+    m_tokens.erase(endpoint);
+  }
+  return result;
+}
+
+void Gateway::refuse(const Attempt &refused) const {
+  if (is_auth_refusal(refused.code, refused.message)) {
+    if (!m_options.user && refused.message.find("user name is empty") != std::string::npos)
+      throw EtcdError(ExitCode::auth, refused.code,
+                      fmt::format("{}: etcd requires authentication: give a user in the URL (etcd://USER@host) and "
+                                  "its password in DLOCK_PASSWORD or --password-file",
+                                  m_options.label));
+    throw EtcdError(ExitCode::auth, refused.code, fmt::format("{}: {}", m_options.label, refused.message));
+  }
+  throw EtcdError(ExitCode::unavailable, refused.code, refused.message);
 }
 
 Json Gateway::call_endpoint(std::size_t endpoint, const std::string &path, const Json &body) {

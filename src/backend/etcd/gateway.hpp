@@ -101,6 +101,12 @@ private:
                   int interrupt_fd);
   HttpConnection &connection(std::size_t endpoint);
   std::vector<std::string> headers_for(std::size_t endpoint) const;
+  // attempt(), logged in first when a user is given.
+  Attempt attempt_logged_in(std::size_t endpoint, const std::string &path, const Json &body,
+                            SteadyClock::time_point deadline, int interrupt_fd);
+  // Throws what etcd's refusal means: EtcdError 77 for credentials or
+  // permissions, 69 otherwise.
+  [[noreturn]] void refuse(const Attempt &refused) const;
   // Logs in on `endpoint`; throws 77 when the credentials are refused.
   Attempt authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd);
 
