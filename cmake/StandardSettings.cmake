@@ -1,5 +1,5 @@
 # One INTERFACE target carries the warning and sanitizer flags, so every
-# target of the project (library, binary, modules, tests) gets the same ones.
+# target of the project (library, binary, tests) gets the same ones.
 add_library(dlock_settings INTERFACE)
 target_compile_options(dlock_settings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
                        -Wno-sign-conversion)

@@ -71,7 +71,7 @@ Millis resolve_ttl(const std::optional<std::string> &flag, const Settings &setti
 std::optional<Millis> resolve_wait(const std::optional<std::string> &flag, const Settings &settings);
 int parse_exit_code(const std::optional<std::string> &text, int fallback, std::string_view option);
 
-// The backend for the settings, its module loaded on demand.
+// The backend for the settings.
 std::unique_ptr<backend::Backend> open_backend(const Settings &settings);
 bool session_bound(const Settings &settings);
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `cmake --install` with the default prefix (/usr/local) and with /usr, each
 # into a DESTDIR: every file lands where Debian 12 looks for it under that
-# prefix, and nothing else is installed; the binary and the etcd module are
-# stripped (unless the build asked for debug info); the installed binary
-# runs and loads its module from the installed libdir; man, bash-completion,
+# prefix, and nothing else is installed; the binary is stripped (unless
+# the build asked for debug info); the installed binary runs, the etcd
+# backend (built in) included; man, bash-completion,
 # zsh and fish find their files. What the shells and man search is asked of
 # them (zsh's fpath, fish's fish_complete_path, bash-completion's default
 # XDG_DATA_DIRS, manpath), with XDG_DATA_DIRS unset as under cron, ssh and
@@ -22,12 +22,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tmp=$(realpath "$tmp")
 fail() { echo "FAIL install layout: $*" >&2; exit 1; }
-unset DLOCK_MODULE_PATH DLOCK_BACKEND DLOCK_CONFIG XDG_DATA_DIRS MANPATH
+unset DLOCK_BACKEND DLOCK_CONFIG XDG_DATA_DIRS MANPATH
 export HOME="$tmp/home"
 mkdir -p "$HOME"
-
-libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$DLOCK_BUILD_DIR/CMakeCache.txt")
-[ -n "$libdir" ] || fail "no CMAKE_INSTALL_LIBDIR in $DLOCK_BUILD_DIR/CMakeCache.txt"
 
 # What each shell searches on this machine, system-wide (not under $HOME).
 zsh_fpath=$(zsh -fc 'print -rl -- $fpath')
@@ -65,7 +62,7 @@ check_prefix() { # check_prefix PREFIX ZSH_DIR FISH_DIR (the places expected for
     fail "cmake --install --prefix $prefix: $(tail -n 3 "$tmp/install.log")"
 
   # Each file in its place, and nothing else.
-  expected=$(printf '%s\n' "$prefix/bin/dlock" "$prefix/$libdir/dlock/dlock-etcd.so" \
+  expected=$(printf '%s\n' "$prefix/bin/dlock" \
     "$prefix/share/man/man1/dlock.1" "$prefix/share/bash-completion/completions/dlock" \
     "$zsh_dir/_dlock" "$fish_dir/dlock.fish" | sort)
   got=$(cd "$dest" && find . -type f | sed 's/^\.//' | sort)
@@ -75,21 +72,18 @@ instead of
 $expected"
 
   check_elf "$root/bin/dlock"
-  check_elf "$root/$libdir/dlock/dlock-etcd.so"
 
-  # The installed binary runs, and finds and loads its module relative to
-  # itself (DLOCK_MODULE_PATH is unset).
+  # The installed binary runs and lists the etcd backend as built in.
   "$root/bin/dlock" -b "file://$tmp/locks" run demo -- true || fail "prefix $prefix: the installed binary cannot run a job"
   out=$("$root/bin/dlock" version) || fail "prefix $prefix: dlock version failed"
   got=$(grep -A1 '^  etcd ' <<<"$out" | sed -n 's/.*schemes etcd:, etcds:; //p')
-  [ -n "$got" ] && [ "$(realpath -m "$got")" = "$root/$libdir/dlock/dlock-etcd.so" ] ||
-    fail "prefix $prefix: dlock version does not list the installed etcd module: $out"
-  # Port 1 of loopback refuses the connection: the module was loaded when
-  # the error is about the server, not about the module.
+  [ "$got" = "built in" ] || fail "prefix $prefix: dlock version does not list the etcd backend as built in: $out"
+  # Port 1 of loopback refuses the connection: the etcd backend ran when
+  # the error is about the server.
   local rc=0
   out=$("$root/bin/dlock" -b etcd://127.0.0.1:1 --connect-timeout 2s ping 2>&1) || rc=$?
   [ "$rc" = 69 ] && grep -q 'cannot connect to etcd' <<<"$out" ||
-    fail "prefix $prefix: the installed etcd module did not load and run (exit $rc): $out"
+    fail "prefix $prefix: the installed etcd backend did not run (exit $rc): $out"
 
   # man: PREFIX/share/man is on the manual path of a user whose PATH has
   # PREFIX/bin, and man finds the page there.

@@ -86,10 +86,10 @@ TEST_CASE("watch lines: events, stream errors, cancellation, and garbage that is
       R"({"result":{"events":[{"type":"DELETE","kv":{"key":"ZGxvY2svYQ==","mod_revision":"42"}},{"kv":{"key":"Yg=="}}]}})");
   REQUIRE(line.kind == WatchLine::Kind::events);
   REQUIRE(line.events.size() == 2);
-  CHECK(line.events[0].deleted);
+  CHECK(line.events[0].kind == WatchEvent::Kind::deleted);
   CHECK(line.events[0].key == "dlock/a");
   CHECK(line.events[0].mod_revision == 42);
-  CHECK_FALSE(line.events[1].deleted);
+  CHECK(line.events[1].kind == WatchEvent::Kind::put);
 
   line = parse_watch_line(R"({"error":{"message":"etcdserver: no leader"}})");
   CHECK(line.kind == WatchLine::Kind::error);

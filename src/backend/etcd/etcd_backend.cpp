@@ -13,10 +13,9 @@
 #include "backend/etcd/etcd_backend.hpp"
 
 #include "backend/etcd/gateway.hpp"
-#include "backend/registry.hpp"
+#include "backend/etcd/watch.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
-#include "core/net.hpp"
 
 #include <fmt/format.h>
 
@@ -28,7 +27,6 @@ namespace dlock::backend::etcd {
 
 namespace {
 
-constexpr int k_default_port = 2379;
 constexpr const char *k_key_deleted = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
 
 // The end of the key range of everything that starts with `prefix`.
@@ -52,73 +50,38 @@ Json range_request(const std::string &prefix, bool keys_only) {
 
 class EtcdBackend : public TakingBackend {
 public:
-  explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(options_for(config)) {}
+  explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(gateway_options(config)) {}
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
-    RenewResult result;
     auto id = lease_from_token(lease.token);
-    if (!id) {
-      result.outcome = RenewOutcome::lost;
-      result.reason = "that is not a token of this backend";
-      return result;
-    }
+    if (!id) return lost("that is not a token of this backend");
     const std::string key = key_of(lease.name, *id);
-    const bool guarded = m_guarded && m_guarded->key == key;
+    const bool watched = m_held && m_held->key == key;
+    RenewResult result;
     auto sent = SteadyClock::now();
     try {
-      if (guarded && deleted_in(m_gateway.poll_watch(), key)) {
-        result.outcome = RenewOutcome::lost;
-        result.reason = k_key_deleted;
-        return result;
-      }
+      if (watched && deleted_in(m_watch.poll(), key)) return lost(k_key_deleted);
       // The key first: deleted by hand, it frees the lock for the next
       // contender even though its lease lives on. Its lease is the token's
       // unless a renewal with another ttl moved it to a new one.
       auto current = lease_of_key(key, answer_by);
-      if (!current) {
-        result.outcome = RenewOutcome::lost;
-        result.reason = k_key_deleted;
-        return result;
-      }
+      if (!current) return lost(k_key_deleted);
       auto alive = m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(*current)}}, answer_by);
       if (!alive) return result;
       std::int64_t granted = number_in(object_in(*alive, "result"), "TTL");
-      if (granted <= 0) {
-        result.outcome = RenewOutcome::lost;
-        result.reason = "etcd no longer has the lock's lease (it expired or was revoked)";
-        return result;
-      }
-      // etcd cannot change a lease's TTL: another ttl means a new lease,
-      // and the key moves to it (keeping its create revision, the fence).
-      // etcd raises a TTL below its minimum: a lease granted here for the
-      // same ttl is what etcd gives for it, and stays. Asked for 0 (the
-      // lock's own length), the keep-alive is the whole renewal: the lease
-      // stays, and its TTL is what was granted.
-      auto asked = m_asked.find(*current);
-      if (ttl > Millis(0) && granted != ttl_seconds(ttl) &&
-          !(asked != m_asked.end() && asked->second == ttl_seconds(ttl))) {
+      if (granted <= 0) return lost("etcd no longer has the lock's lease (it expired or was revoked)");
+      if (needs_new_lease(*current, granted, ttl)) {
         sent = SteadyClock::now();
-        auto fresh = grant(ttl);
-        Json txn = {
-            {"compare", {{{"key", base64_encode(key)}, {"target", "LEASE"}, {"lease", std::to_string(*current)}}}},
-            {"success",
-             {{{"request_put",
-                {{"key", base64_encode(key)}, {"ignore_value", true}, {"lease", std::to_string(fresh.id)}}}}}}};
-        auto moved = m_gateway.call("/v3/kv/txn", txn, answer_by);
-        if (!moved || !moved->value("succeeded", false)) {
-          revoke_quietly(fresh.id);
-          if (!moved) return result;
-          result.outcome = RenewOutcome::lost;
-          result.reason = "the lock's key changed hands while its lease was being replaced";
-          return result;
-        }
-        revoke_quietly(*current);
-        granted = fresh.ttl.count() / 1000;
+        LeaseMove move = move_to_new_lease(key, *current, ttl, answer_by);
+        if (move.outcome == LeaseMove::Outcome::unanswered) return result;
+        if (move.outcome == LeaseMove::Outcome::changed_hands)
+          return lost("the lock's key changed hands while its lease was being replaced");
+        granted = move.granted_seconds;
       }
       result.outcome = RenewOutcome::renewed;
       result.ttl = Millis(granted * 1000);
       result.sent_at = sent;
-      if (guarded) guard(key, result.ttl, answer_by);
+      if (watched) watch_held_key(key, result.ttl, answer_by);
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw;
       result.reason = failure.what();
@@ -129,9 +92,9 @@ public:
   ReleaseOutcome release(const Lease &lease) override {
     auto id = lease_from_token(lease.token);
     if (!id) return ReleaseOutcome::not_owner;
-    if (m_guarded && m_guarded->key == key_of(lease.name, *id)) {
-      m_guarded.reset();
-      m_gateway.stop_watch();
+    if (m_held && m_held->key == key_of(lease.name, *id)) {
+      m_held.reset();
+      m_watch.stop();
     }
     // The token's lease, in one round trip; only if etcd no longer has it
     // may the key have moved to another lease (renew with another ttl).
@@ -174,9 +137,9 @@ public:
     return out;
   }
 
-  // The watch on the held key (see guard()), once the first renewal
-  // opened it.
-  int event_fd() const override { return m_guarded ? m_gateway.watch_fd() : -1; }
+  // The watch on the held key (see watch_held_key()), once the first
+  // renewal opened it.
+  int event_fd() const override { return m_held ? m_watch.fd() : -1; }
 
   PingResult ping() override {
     PingResult result;
@@ -216,40 +179,6 @@ public:
   }
 
 private:
-  static GatewayOptions options_for(const BackendConfig &config) {
-    const Url &url = config.url;
-    GatewayOptions options;
-    bool tls = url.scheme == "etcds";
-    options.label = url.redacted();
-    options.timeout = config.connect_timeout;
-    if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no etcd endpoint in the URL", options.label));
-    if (!url.path.empty() && url.path != "/")
-      throw ConfigError(fmt::format("{}: etcd URLs take no path (the namespace is --namespace)", options.label));
-    for (const auto &[key, value] : url.query) {
-      if (tls && key == "cacert") {
-        options.cacert = value;
-      } else if (tls && key == "cert") {
-        options.cert = value;
-      } else if (tls && key == "key") {
-        options.key = value;
-      } else {
-        throw ConfigError(
-            fmt::format("{}: unknown option '{}' (etcds:// takes cacert, cert and key)", options.label, key));
-      }
-    }
-    if (options.cert.empty() != options.key.empty())
-      throw ConfigError(fmt::format("{}: cert and key go together", options.label));
-    for (const auto &host : url.hosts) {
-      net::Address address = net::parse_address(host, k_default_port);
-      options.endpoints.push_back(fmt::format("{}://{}", tls ? "https" : "http", address.display()));
-    }
-    options.user = url.user;
-    options.password = config.password ? config.password : url.password;
-    if (options.password && !options.user)
-      throw ConfigError(fmt::format("{}: a password needs a user name in the URL (etcd://USER@host)", options.label));
-    return options;
-  }
-
   std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }
   std::string key_of(const std::string &name, std::int64_t lease) const { return prefix_of(name) + lease_hex(lease); }
 
@@ -300,57 +229,61 @@ private:
     }
   }
 
+  static RenewResult lost(std::string reason) {
+    RenewResult result;
+    result.outcome = RenewOutcome::lost;
+    result.reason = std::move(reason);
+    return result;
+  }
+
+  // etcd cannot change a lease's TTL: another ttl means a new lease. etcd
+  // raises a TTL below its minimum: a lease granted here for the same ttl
+  // is what etcd gives for it, and stays. Asked for 0 (the lock's own
+  // length), the keep-alive is the whole renewal.
+  bool needs_new_lease(std::int64_t lease, std::int64_t granted_seconds, Millis ttl) const {
+    if (ttl <= Millis(0) || granted_seconds == ttl_seconds(ttl)) return false;
+    auto asked = m_asked.find(lease);
+    return !(asked != m_asked.end() && asked->second == ttl_seconds(ttl));
+  }
+
+  struct LeaseMove {
+    enum class Outcome { moved, unanswered, changed_hands } outcome = Outcome::unanswered;
+    std::int64_t granted_seconds = 0; // moved: the new lease's TTL
+  };
+  // Moves `key` from lease `current` to a new lease of `ttl`, keeping its
+  // create revision (the fence), if it is still on `current`; revokes
+  // whichever lease is left over.
+  LeaseMove move_to_new_lease(const std::string &key, std::int64_t current, Millis ttl,
+                              std::optional<SteadyClock::time_point> answer_by) {
+    auto fresh = grant(ttl);
+    Json txn = {{"compare", {{{"key", base64_encode(key)}, {"target", "LEASE"}, {"lease", std::to_string(current)}}}},
+                {"success",
+                 {{{"request_put",
+                    {{"key", base64_encode(key)}, {"ignore_value", true}, {"lease", std::to_string(fresh.id)}}}}}}};
+    auto moved = m_gateway.call("/v3/kv/txn", txn, answer_by);
+    if (!moved || !moved->value("succeeded", false)) {
+      revoke_quietly(fresh.id);
+      return {moved ? LeaseMove::Outcome::changed_hands : LeaseMove::Outcome::unanswered, 0};
+    }
+    revoke_quietly(current);
+    return {LeaseMove::Outcome::moved, fresh.ttl.count() / 1000};
+  }
+
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    const std::string prefix = prefix_of(request.name);
     Json holder = Json::object();
     add_holder(holder, request.holder);
     const std::string value = base64_encode(holder.dump());
     for (bool again = false;; again = true) {
       if (again && deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-      auto granted_at = SteadyClock::now();
-      auto [lease, ttl] = grant(request.ttl);
-      std::string key = key_of(request.name, lease);
-      Json txn = {
-          {"compare", {{{"key", base64_encode(key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
-          {"success",
-           {{{"request_put", {{"key", base64_encode(key)}, {"value", value}, {"lease", std::to_string(lease)}}}},
-            {{"request_range", range_request(prefix, true)}}}},
-          {"failure", {{{"request_range", range_request(prefix, true)}}}},
-      };
-      std::optional<Json> answer;
-      try {
-        answer = m_gateway.call("/v3/kv/txn", txn);
-      } catch (const EtcdError &refused) {
-        // The lease granted a moment ago has already run out: dlock was
-        // paused (or starved) for longer than T in between. Start over.
-        if (refused.grpc_code() == k_grpc_not_found) {
-          detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
-          continue;
-        }
-        revoke_quietly(lease);
-        throw;
-      } catch (...) {
-        revoke_quietly(lease);
-        throw;
-      }
-      const Json &responses = array_in(*answer, "responses");
-      if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", key));
-      auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
-      auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
-      if (mine == contenders.end()) {
-        revoke_quietly(lease);
-        throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
-      }
-      std::int64_t revision = mine->create_revision;
-      std::int64_t listed_at = number_in(object_in(*answer, "header"), "revision");
-      if (mine == contenders.begin()) return acquired(request, lease, revision, ttl, granted_at);
+      auto place = join_queue(request, value);
+      if (!place) continue;
+      if (!place->ahead) return acquired(request, *place);
       if (!wait) {
-        revoke_quietly(lease);
+        revoke_quietly(place->lease);
         return {AcquireOutcome::busy, std::nullopt, 0};
       }
-      auto outcome = wait_turn(request, prefix, key, lease, ttl, granted_at, *std::prev(mine), listed_at, deadline,
-                               *interrupt, revision);
+      auto outcome = wait_turn(request, std::move(*place), deadline, *interrupt);
       if (outcome) return *outcome;
       // Our key or lease vanished while we waited (dlock was paused for
       // longer than T, or someone deleted the key): start over.
@@ -358,91 +291,159 @@ private:
     }
   }
 
-  AcquireResult acquired(const LockRequest &request, std::int64_t lease, std::int64_t revision, Millis ttl,
-                         SteadyClock::time_point confirmed_at) {
-    m_guarded = Guarded{key_of(request.name, lease), revision + 1};
+  // Where a contender stands in a lock's queue.
+  struct QueuePlace {
+    std::string key; // ours: NS/NAME/<lease id in hex>
+    std::int64_t lease = 0;
+    Millis ttl{};                           // the lease's, as etcd granted it
+    std::int64_t create_revision = 0;       // our key's: the fence once we hold the lock
+    SteadyClock::time_point confirmed_at{}; // when the last keep-alive that etcd answered was sent
+    std::optional<Contender> ahead;         // the key just before ours, which we watch; none: the lock is ours
+    std::int64_t listed_at = 0;             // the revision of the listing that showed it
+  };
+
+  // Joins the lock's queue: a new lease, our key under it, and a listing
+  // of the queue, in one transaction. nullopt when the lease ran out
+  // before the key was written: start over.
+  std::optional<QueuePlace> join_queue(const LockRequest &request, const std::string &value) {
+    const std::string prefix = prefix_of(request.name);
+    QueuePlace place;
+    place.confirmed_at = SteadyClock::now();
+    auto granted = grant(request.ttl);
+    place.lease = granted.id;
+    place.ttl = granted.ttl;
+    place.key = key_of(request.name, place.lease);
+    Json txn = {
+        {"compare", {{{"key", base64_encode(place.key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
+        {"success",
+         {{{"request_put",
+            {{"key", base64_encode(place.key)}, {"value", value}, {"lease", std::to_string(place.lease)}}}},
+          {{"request_range", range_request(prefix, true)}}}},
+        {"failure", {{{"request_range", range_request(prefix, true)}}}},
+    };
+    std::optional<Json> answer;
+    try {
+      answer = m_gateway.call("/v3/kv/txn", txn);
+    } catch (const EtcdError &refused) {
+      // The lease granted a moment ago has already run out: dlock was
+      // paused (or starved) for longer than T in between. Start over.
+      if (refused.grpc_code() == k_grpc_not_found) {
+        detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
+        return std::nullopt;
+      }
+      revoke_quietly(place.lease);
+      throw;
+    } catch (...) {
+      revoke_quietly(place.lease);
+      throw;
+    }
+    const Json &responses = array_in(*answer, "responses");
+    if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", place.key));
+    auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
+    auto mine =
+        std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
+    if (mine == contenders.end()) {
+      revoke_quietly(place.lease);
+      throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
+    }
+    place.create_revision = mine->create_revision;
+    place.listed_at = number_in(object_in(*answer, "header"), "revision");
+    if (mine != contenders.begin()) place.ahead = *std::prev(mine);
+    return place;
+  }
+
+  AcquireResult acquired(const LockRequest &request, const QueuePlace &place) {
+    m_held = HeldKey{place.key, place.create_revision + 1};
     Lease out;
     out.name = request.name;
-    out.token = lease_hex(lease);
-    out.fence = static_cast<std::uint64_t>(revision);
-    out.ttl = ttl;
-    out.confirmed_at = confirmed_at;
+    out.token = lease_hex(place.lease);
+    out.fence = static_cast<std::uint64_t>(place.create_revision);
+    out.ttl = place.ttl;
+    out.confirmed_at = place.confirmed_at;
     return {AcquireOutcome::acquired, std::move(out), 0};
   }
 
   // Waits for our turn; nullopt when our key is gone and we must start over.
-  std::optional<AcquireResult> wait_turn(const LockRequest &request, const std::string &prefix, const std::string &key,
-                                         std::int64_t lease, Millis ttl, SteadyClock::time_point confirmed_at,
-                                         Contender predecessor, std::int64_t listed_at,
-                                         std::optional<SteadyClock::time_point> deadline, const Interrupt &interrupt,
-                                         std::int64_t revision) {
-    struct Revoke {
+  std::optional<AcquireResult> wait_turn(const LockRequest &request, QueuePlace place,
+                                         std::optional<SteadyClock::time_point> deadline, const Interrupt &interrupt) {
+    // However the wait ends, the watch on the key ahead goes, and so does
+    // our lease unless we got the lock.
+    struct Leave {
       EtcdBackend &self;
       std::int64_t lease;
-      bool armed = true;
-      ~Revoke() {
-        if (armed) self.revoke_quietly(lease);
+      bool revoke = true;
+      ~Leave() {
+        self.m_watch.stop();
+        if (revoke) self.revoke_quietly(lease);
       }
-    } revoke{*this, lease};
-    m_gateway.watch(predecessor.key, listed_at + 1);
-    auto next_keepalive = confirmed_at + ttl / 3;
+    } leave{*this, place.lease};
+    const std::string prefix = prefix_of(request.name);
+    m_watch.open(place.ahead->key, place.listed_at + 1);
+    auto next_keepalive = place.confirmed_at + place.ttl / 3;
     for (;;) {
       auto until = std::min(next_keepalive, deadline.value_or(SteadyClock::time_point::max()));
-      auto events = m_gateway.wait_watch(until, interrupt.fd());
-      if (interrupt.requested()) {
-        m_gateway.stop_watch();
-        return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
-      }
-      bool look = deleted_in(events, predecessor.key) ||
-                  std::any_of(events.begin(), events.end(), [](const WatchEvent &e) { return e.mod_revision < 0; });
-      if (!look) {
-        auto now = SteadyClock::now();
-        if (deadline && now >= *deadline) {
-          m_gateway.stop_watch();
-          return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
+      auto events = m_watch.wait(until, interrupt.fd());
+      if (interrupt.requested()) return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
+      bool look = deleted_in(events, place.ahead->key) || std::any_of(events.begin(), events.end(), [](const auto &e) {
+                    return e.kind == WatchEvent::Kind::compacted;
+                  });
+      if (look) {
+        switch (look_at_queue(prefix, place)) {
+        case Turn::ours:
+          leave.revoke = false;
+          return acquired(request, place);
+        case Turn::gone:
+          return std::nullopt;
+        case Turn::waiting:
+          m_watch.open(place.ahead->key, place.listed_at + 1);
+          continue;
         }
-        if (now >= next_keepalive) {
-          auto sent = SteadyClock::now();
-          try {
-            auto alive =
-                m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}}, std::nullopt, interrupt.fd());
-            if (alive && number_in(object_in(*alive, "result"), "TTL") <= 0) {
-              m_gateway.stop_watch();
-              return std::nullopt;
-            }
-            if (alive) {
-              confirmed_at = sent;
-              next_keepalive = sent + ttl / 3;
-            }
-          } catch (const EtcdError &refused) {
-            // Our lease ran out while we were not running (paused longer
-            // than T): its key went with it. Join the queue again.
-            if (refused.grpc_code() != k_grpc_not_found) throw;
-            m_gateway.stop_watch();
-            return std::nullopt;
-          } catch (const UnavailableError &failure) {
-            // etcd is away for now; the lease may outlive it. Try again soon.
-            detail(1, "keep-alive while waiting for '{}' failed: {}", request.name, failure.what());
-            next_keepalive = SteadyClock::now() + std::min<Millis>(ttl / 3, Millis(500));
-          }
-        }
-        continue;
       }
-      auto listing = m_gateway.call("/v3/kv/range", range_request(prefix, true));
-      auto contenders = contenders_in(*listing, prefix);
-      auto mine = std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == key; });
-      if (mine == contenders.end()) {
-        m_gateway.stop_watch();
+      auto now = SteadyClock::now();
+      if (deadline && now >= *deadline) return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
+      if (now >= next_keepalive && !keep_waiting(request.name, place, next_keepalive, interrupt.fd()))
         return std::nullopt;
-      }
-      if (mine == contenders.begin()) {
-        m_gateway.stop_watch();
-        revoke.armed = false;
-        return acquired(request, lease, revision, ttl, confirmed_at);
-      }
-      predecessor = *std::prev(mine);
-      m_gateway.watch(predecessor.key, number_in(object_in(*listing, "header"), "revision") + 1);
     }
+  }
+
+  enum class Turn { ours, waiting, gone };
+  // Lists the queue again: our key first (ours), behind another one (now
+  // place.ahead, as of place.listed_at), or no longer there (gone).
+  Turn look_at_queue(const std::string &prefix, QueuePlace &place) {
+    auto listing = m_gateway.call("/v3/kv/range", range_request(prefix, true));
+    auto contenders = contenders_in(*listing, prefix);
+    auto mine =
+        std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
+    if (mine == contenders.end()) return Turn::gone;
+    if (mine == contenders.begin()) return Turn::ours;
+    place.ahead = *std::prev(mine);
+    place.listed_at = number_in(object_in(*listing, "header"), "revision");
+    return Turn::waiting;
+  }
+
+  // Keeps a waiter's lease alive and sets when to do it next; false when
+  // the lease (and with it our key) is gone.
+  bool keep_waiting(const std::string &name, QueuePlace &place, SteadyClock::time_point &next_keepalive,
+                    int interrupt_fd) {
+    auto sent = SteadyClock::now();
+    try {
+      auto alive =
+          m_gateway.call("/v3/lease/keepalive", {{"ID", std::to_string(place.lease)}}, std::nullopt, interrupt_fd);
+      if (!alive) return true; // interrupted: the wait sees it next
+      if (number_in(object_in(*alive, "result"), "TTL") <= 0) return false;
+      place.confirmed_at = sent;
+      next_keepalive = sent + place.ttl / 3;
+    } catch (const EtcdError &refused) {
+      // Our lease ran out while we were not running (paused longer than
+      // T): its key went with it. Join the queue again.
+      if (refused.grpc_code() != k_grpc_not_found) throw;
+      return false;
+    } catch (const UnavailableError &failure) {
+      // etcd is away for now; the lease may outlive it. Try again soon.
+      detail(1, "keep-alive while waiting for '{}' failed: {}", name, failure.what());
+      next_keepalive = SteadyClock::now() + std::min<Millis>(place.ttl / 3, Millis(500));
+    }
+    return true;
   }
 
   std::pair<LockStatus, std::optional<Contender>> inspect(const std::string &name) {
@@ -472,25 +473,25 @@ private:
     return {status, owner};
   }
 
-  // A holder watches its own key, so that a lease revoked between two
-  // renewals (release --force, a key deleted by hand, or an etcd 3.4
-  // leader that was paused and, on resuming, revokes the leases it takes
-  // for expired although the new leader kept them alive: etcd issue
-  // #15247) stops the job within milliseconds, not at the next renewal.
-  // The watch is opened by the first renewal, on the member that answered
-  // it, so a short job never pays for it; from the key's creation on, so
-  // nothing that happened before is missed. It follows the renewals to
-  // another member after a fail-over. One watch per backend: the lock
+  // The held-key watch: a holder watches its own key, so that a lease
+  // revoked between two renewals (release --force, a key deleted by hand,
+  // or an etcd 3.4 leader that was paused and, on resuming, revokes the
+  // leases it takes for expired although the new leader kept them alive:
+  // etcd issue #15247) stops the job within milliseconds, not at the next
+  // renewal. The watch is opened by the first renewal, on the member that
+  // answered it, so a short job never pays for it; from the key's creation
+  // on, so nothing that happened before is missed. It follows the renewals
+  // to another member after a fail-over. One watch per backend: the lock
   // taken last.
   // Opening it holds up the news of the renewal that just succeeded, and
   // the job's SIGTERM is due from 2T/3 after the one before: it gets at
   // most T/6, and nothing when the renewal came late (the next one tries).
-  void guard(const std::string &key, Millis ttl, std::optional<SteadyClock::time_point> answer_by) {
+  void watch_held_key(const std::string &key, Millis ttl, std::optional<SteadyClock::time_point> answer_by) {
     auto by = SteadyClock::now() + ttl / 6;
     if (answer_by) by = std::min(by, *answer_by - ttl / 3);
     if (SteadyClock::now() >= by) return;
     try {
-      m_gateway.keep_watching(key, m_guarded->from_revision, by);
+      m_watch.follow(key, m_held->from_revision, by);
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw;
       detail(2, "could not watch '{}': {}", key, failure.what());
@@ -498,17 +499,20 @@ private:
   }
 
   static bool deleted_in(const std::vector<WatchEvent> &events, const std::string &key) {
-    return std::any_of(events.begin(), events.end(), [&](const WatchEvent &e) { return e.deleted && e.key == key; });
+    return std::any_of(events.begin(), events.end(),
+                       [&](const WatchEvent &e) { return e.kind == WatchEvent::Kind::deleted && e.key == key; });
   }
 
-  struct Guarded {
+  // The key of the lock taken last, and the revision its watch starts from.
+  struct HeldKey {
     std::string key;
     std::int64_t from_revision = 0;
   };
 
   BackendConfig m_config;
   Gateway m_gateway;
-  std::optional<Guarded> m_guarded;
+  Watch m_watch{m_gateway}; // the held key's, or while waiting the key ahead
+  std::optional<HeldKey> m_held;
   std::map<std::int64_t, long> m_asked; // lease granted here -> the TTL asked for (s)
 };
 
@@ -519,9 +523,3 @@ std::unique_ptr<Backend> create_etcd_backend(const BackendConfig &config) {
 }
 
 } // namespace dlock::backend::etcd
-
-extern "C" {
-extern const dlock::backend::ModuleEntry dlock_backend_module;
-const dlock::backend::ModuleEntry dlock_backend_module = {dlock::backend::k_module_abi_version, "etcd",
-                                                          &dlock::backend::etcd::create_etcd_backend};
-}

@@ -10,7 +10,6 @@ namespace dlock::backend::etcd {
 // user and password for etcd's authentication: the lock recipe of etcd's
 // concurrency package (so `etcdctl lock NS/NAME` and Go's
 // concurrency.Mutex share dlock's locks), over the v3 JSON gateway.
-// Built as the module dlock-etcd.so: libcurl is loaded only with it.
 std::unique_ptr<Backend> create_etcd_backend(const BackendConfig &config);
 
 } // namespace dlock::backend::etcd

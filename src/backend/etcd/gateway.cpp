@@ -1,11 +1,11 @@
 #include "backend/etcd/gateway.hpp"
 
 #include "core/log.hpp"
+#include "core/net.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <poll.h>
 
 namespace dlock::backend::etcd {
 
@@ -14,17 +14,7 @@ namespace {
 constexpr int k_grpc_unavailable = 14;
 constexpr int k_grpc_deadline_exceeded = 4;
 constexpr const char *k_authenticate = "/v3/auth/authenticate";
-
-long millis_left(SteadyClock::time_point until) {
-  auto left = std::chrono::ceil<Millis>(until - SteadyClock::now()).count();
-  return std::max<long>(1, static_cast<long>(left));
-}
-
-bool readable(int fd) {
-  if (fd < 0) return false;
-  pollfd item{fd, POLLIN, 0};
-  return ::poll(&item, 1, 0) > 0 && (item.revents & POLLIN);
-}
+constexpr int k_default_port = 2379;
 
 // etcd's refusals that mean "these credentials may not do this".
 bool is_auth_refusal(int code, const std::string &message) {
@@ -49,7 +39,7 @@ Gateway::~Gateway() = default;
 
 HttpConnection &Gateway::connection(std::size_t endpoint) {
   auto &slot = m_connections.at(endpoint);
-  if (!slot) slot = std::make_unique<HttpConnection>(m_options.endpoints[endpoint], m_tls, m_options.timeout);
+  if (!slot) slot = connect(endpoint);
   return *slot;
 }
 
@@ -125,23 +115,7 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
         deadline = std::min(deadline, now + std::max<SteadyClock::duration>(Millis(200), (*answer_by - now) / 2));
     }
     if (now >= deadline) break;
-    // One login per endpoint (nothing promises that a member honours
-    // another's simple token), renewed once when etcd says it expired.
-    Attempt result;
-    for (int round = 0; round < 2; ++round) {
-      if (m_options.user && !m_tokens.count(endpoint)) {
-        Attempt login = authenticate(endpoint, deadline, interrupt_fd);
-        if (!login.answered) {
-          result = std::move(login);
-          break;
-        }
-      }
-      result = attempt(endpoint, path, body, deadline, interrupt_fd);
-      if (!(result.code == k_grpc_unauthenticated && result.message.find("invalid auth token") != std::string::npos &&
-            m_options.user))
-        break;
-      m_tokens.erase(endpoint);
-    }
+    Attempt result = attempt_logged_in(endpoint, path, body, deadline, interrupt_fd);
     if (result.interrupted) return std::nullopt;
     if (!result.answered) {
       failures.push_back(result.failure);
@@ -153,18 +127,41 @@ std::optional<Json> Gateway::call(const std::string &path, const Json &body,
       m_current = endpoint;
       return std::move(result.answer);
     }
-    if (is_auth_refusal(result.code, result.message)) {
-      if (!m_options.user && result.message.find("user name is empty") != std::string::npos)
-        throw EtcdError(ExitCode::auth, result.code,
-                        fmt::format("{}: etcd requires authentication: give a user in the URL (etcd://USER@host) and "
-                                    "its password in DLOCK_PASSWORD or --password-file",
-                                    m_options.label));
-      throw EtcdError(ExitCode::auth, result.code, fmt::format("{}: {}", m_options.label, result.message));
-    }
-    throw EtcdError(ExitCode::unavailable, result.code, result.message);
+    refuse(result);
   }
   if (failures.empty()) failures.push_back("no time left to ask");
   throw UnavailableError(fmt::format("{}: etcd did not answer: {}", m_options.label, fmt::join(failures, "; ")));
+}
+
+Gateway::Attempt Gateway::attempt_logged_in(std::size_t endpoint, const std::string &path, const Json &body,
+                                            SteadyClock::time_point deadline, int interrupt_fd) {
+  // One login per endpoint (nothing promises that a member honours
+  // another's simple token), renewed once when etcd says it expired.
+  Attempt result;
+  for (int round = 0; round < 2; ++round) {
+    if (m_options.user && !m_tokens.count(endpoint)) {
+      Attempt login = authenticate(endpoint, deadline, interrupt_fd);
+      if (!login.answered) return login;
+    }
+    result = attempt(endpoint, path, body, deadline, interrupt_fd);
+    if (!(result.code == k_grpc_unauthenticated && result.message.find("invalid auth token") != std::string::npos &&
+          m_options.user))
+      break;
+    m_tokens.erase(endpoint);
+  }
+  return result;
+}
+
+void Gateway::refuse(const Attempt &refused) const {
+  if (is_auth_refusal(refused.code, refused.message)) {
+    if (!m_options.user && refused.message.find("user name is empty") != std::string::npos)
+      throw EtcdError(ExitCode::auth, refused.code,
+                      fmt::format("{}: etcd requires authentication: give a user in the URL (etcd://USER@host) and "
+                                  "its password in DLOCK_PASSWORD or --password-file",
+                                  m_options.label));
+    throw EtcdError(ExitCode::auth, refused.code, fmt::format("{}: {}", m_options.label, refused.message));
+  }
+  throw EtcdError(ExitCode::unavailable, refused.code, refused.message);
 }
 
 Json Gateway::call_endpoint(std::size_t endpoint, const std::string &path, const Json &body) {
@@ -191,151 +188,47 @@ Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_p
   return login;
 }
 
-void Gateway::watch(const std::string &key, std::int64_t start_revision, std::optional<SteadyClock::time_point> by) {
-  stop_watch();
-  m_watch_create = {
-      {"create_request", {{"key", base64_encode(key)}, {"start_revision", std::to_string(start_revision)}}}};
-  m_watch_key = key;
-  m_watch_next_revision = start_revision;
-  m_watch_failures = 0;
-  start_watch_stream(by);
+std::unique_ptr<HttpConnection> Gateway::connect(std::size_t endpoint) const {
+  return std::make_unique<HttpConnection>(m_options.endpoints.at(endpoint), m_tls, m_options.timeout);
 }
 
-void Gateway::keep_watching(const std::string &key, std::int64_t start_revision, SteadyClock::time_point by) {
-  if (m_watch_create.is_null() || m_watch_key != key) {
-    watch(key, start_revision, by);
-  } else if (!m_watch_open || m_watch_endpoint != m_current) {
-    m_watch_failures = 0;
-    start_watch_stream(by);
-  } else {
-    return;
-  }
-  // etcd confirms a new watch with a message of its own: take it now, so
-  // that the stream's descriptor turns readable only for what follows.
-  while (m_watch_open && m_watch_buffer.find('\n') == std::string::npos && SteadyClock::now() < by) {
-    if (!m_watch->read_stream(m_watch_buffer, by, -1)) m_watch_open = false;
-  }
-  if (!m_watch_open) m_watch.reset();
+std::vector<std::string> Gateway::stream_headers(std::size_t endpoint, SteadyClock::time_point deadline) {
+  if (m_options.user && !m_tokens.count(endpoint)) authenticate(endpoint, deadline, -1);
+  return headers_for(endpoint);
 }
 
-std::vector<WatchEvent> Gateway::poll_watch() {
-  std::vector<WatchEvent> events;
-  if (m_watch_create.is_null()) return events;
-  if (m_watch_open) {
-    // Everything there is now: each read takes what one recv gives.
-    for (std::size_t before = ~std::size_t{0}; m_watch_buffer.size() != before;) {
-      before = m_watch_buffer.size();
-      if (!m_watch->read_stream(m_watch_buffer, SteadyClock::now(), -1)) {
-        m_watch_open = false;
-        break;
-      }
+GatewayOptions gateway_options(const BackendConfig &config) {
+  const Url &url = config.url;
+  GatewayOptions options;
+  bool tls = url.scheme == "etcds";
+  options.label = url.redacted();
+  options.timeout = config.connect_timeout;
+  if (url.hosts.empty()) throw ConfigError(fmt::format("{}: no etcd endpoint in the URL", options.label));
+  if (!url.path.empty() && url.path != "/")
+    throw ConfigError(fmt::format("{}: etcd URLs take no path (the namespace is --namespace)", options.label));
+  for (const auto &[key, value] : url.query) {
+    if (tls && key == "cacert") {
+      options.cacert = value;
+    } else if (tls && key == "cert") {
+      options.cert = value;
+    } else if (tls && key == "key") {
+      options.key = value;
+    } else {
+      throw ConfigError(
+          fmt::format("{}: unknown option '{}' (etcds:// takes cacert, cert and key)", options.label, key));
     }
   }
-  take_watch_lines(events);
-  if (!m_watch_open) m_watch.reset();
-  return events;
-}
-
-void Gateway::stop_watch() {
-  m_watch_create = Json();
-  m_watch_key.clear();
-  m_watch.reset();
-  m_watch_open = false;
-  m_watch_buffer.clear();
-}
-
-void Gateway::start_watch_stream(std::optional<SteadyClock::time_point> by) {
-  m_watch_open = false;
-  m_watch_buffer.clear();
-  std::size_t endpoint = (m_current + m_watch_failures) % m_options.endpoints.size();
-  m_watch_endpoint = endpoint;
-  m_watch_create["create_request"]["start_revision"] = std::to_string(m_watch_next_revision);
-  auto deadline = by.value_or(SteadyClock::now() + m_options.timeout);
-  try {
-    if (m_options.user && !m_tokens.count(endpoint)) authenticate(endpoint, deadline, -1);
-    m_watch = std::make_unique<HttpConnection>(m_options.endpoints[endpoint], m_tls, m_options.timeout);
-    std::vector<std::string> headers = headers_for(endpoint);
-    // A member cut off from its leader must end the watch, not keep it
-    // open and silent.
-    headers.push_back("Grpc-Metadata-hasleader: true");
-    int status = m_watch->open_stream("/v3/watch", m_watch_create.dump(), headers, deadline);
-    if (status == 200) {
-      m_watch_open = true;
-      return;
-    }
-    if (status == 401) m_tokens.erase(endpoint);
-    detail(2, "etcd watch on {}: HTTP status {}", m_options.endpoints[endpoint], status);
-  } catch (const Error &failure) {
-    if (failure.code() != ExitCode::unavailable) throw;
-    detail(2, "etcd watch on {}: {}", m_options.endpoints[endpoint], failure.what());
+  if (options.cert.empty() != options.key.empty())
+    throw ConfigError(fmt::format("{}: cert and key go together", options.label));
+  for (const auto &host : url.hosts) {
+    net::Address address = net::parse_address(host, k_default_port);
+    options.endpoints.push_back(fmt::format("{}://{}", tls ? "https" : "http", address.display()));
   }
-  m_watch.reset();
-  ++m_watch_failures;
-}
-
-void Gateway::take_watch_lines(std::vector<WatchEvent> &events) {
-  std::string &buffer = m_watch_buffer;
-  std::size_t start = 0;
-  for (std::size_t end; (end = buffer.find('\n', start)) != std::string::npos; start = end + 1) {
-    WatchLine line = parse_watch_line(std::string_view(buffer).substr(start, end - start));
-    switch (line.kind) {
-    case WatchLine::Kind::error:
-      // A stream-level error (leader lost, member stopping): open again.
-      detail(2, "etcd watch: {}", line.error);
-      if (line.error.find("invalid auth token") != std::string::npos) m_tokens.erase(m_watch_endpoint);
-      m_watch_open = false;
-      break;
-    case WatchLine::Kind::canceled:
-      if (line.compact_revision > 0) {
-        // The history we asked for is gone: the caller must look again.
-        WatchEvent reset;
-        reset.mod_revision = -1;
-        events.push_back(reset);
-        m_watch_next_revision = line.compact_revision;
-      }
-      m_watch_open = false;
-      break;
-    case WatchLine::Kind::events:
-      for (auto &event : line.events) {
-        m_watch_next_revision = std::max(m_watch_next_revision, event.mod_revision + 1);
-        events.push_back(std::move(event));
-      }
-      break;
-    case WatchLine::Kind::other:
-      break;
-    }
-  }
-  buffer.erase(0, start);
-}
-
-std::vector<WatchEvent> Gateway::wait_watch(SteadyClock::time_point until, int interrupt_fd) {
-  std::vector<WatchEvent> events;
-  if (m_watch_create.is_null()) return events;
-  auto next_open = SteadyClock::time_point::min();
-  for (;;) {
-    take_watch_lines(events);
-    if (!events.empty()) return events;
-    if (!m_watch_open) {
-      // The stream ended (member down or stopping) or never opened: open
-      // it again from the next revision, on the next endpoint, at most
-      // every 100ms.
-      auto now = SteadyClock::now();
-      if (now < next_open) {
-        pollfd item{interrupt_fd, POLLIN, 0};
-        ::poll(&item, interrupt_fd >= 0 ? 1 : 0, static_cast<int>(millis_left(std::min(until, next_open))));
-      } else {
-        next_open = now + Millis(100);
-        if (m_watch) ++m_watch_failures;
-        start_watch_stream();
-      }
-    } else if (!m_watch->read_stream(m_watch_buffer, until, interrupt_fd)) {
-      m_watch_open = false;
-    }
-    if (SteadyClock::now() >= until || readable(interrupt_fd)) {
-      take_watch_lines(events);
-      return events;
-    }
-  }
+  options.user = url.user;
+  options.password = config.password ? config.password : url.password;
+  if (options.password && !options.user)
+    throw ConfigError(fmt::format("{}: a password needs a user name in the URL (etcd://USER@host)", options.label));
+  return options;
 }
 
 } // namespace dlock::backend::etcd

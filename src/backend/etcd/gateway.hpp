@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/backend.hpp"
 #include "backend/etcd/http.hpp"
 #include "backend/etcd/reply.hpp"
 #include "core/duration.hpp"
@@ -45,8 +46,14 @@ struct GatewayOptions {
   std::string label;    // the redacted URL, for messages
 };
 
-// A watch on one key (or range) from a revision: a response that never
-// ends, one JSON object per line (WatchEvent in reply.hpp).
+// The options for config.url: etcd://host[:2379][,host[:port]...] or
+// etcds:// with ?cacert=&cert=&key=, a user and a password (from the URL
+// or config.password). ConfigError (78) for anything else.
+GatewayOptions gateway_options(const BackendConfig &config);
+
+// Requests to an etcd cluster: each goes to the endpoint that answered
+// last and fails over to the others; with a user, each endpoint gets its
+// own login. The watch (watch.hpp) has a connection of its own.
 class Gateway {
 public:
   explicit Gateway(GatewayOptions options);
@@ -67,28 +74,18 @@ public:
   Json call_endpoint(std::size_t endpoint, const std::string &path, const Json &body);
   const std::vector<std::string> &endpoints() const { return m_options.endpoints; }
 
-  // Starts watching `key` for changes after `start_revision`; replaces
-  // any earlier watch. The watch is served while call() or wait_watch()
-  // run. Opening it may take until `by` (default: the request timeout).
-  void watch(const std::string &key, std::int64_t start_revision,
-             std::optional<SteadyClock::time_point> by = std::nullopt);
-  // Keeps a watch on `key` open on the endpoint that answered last: opens
-  // it (from `start_revision`) if the watch is on another key, or reopens
-  // it there, from the last revision seen, if its stream ended or it is
-  // on another endpoint. A failure leaves no watch open (watch_fd() -1).
-  void keep_watching(const std::string &key, std::int64_t start_revision, SteadyClock::time_point by);
-  void stop_watch();
-  // The open watch stream's descriptor (readable when etcd sent something
-  // on it), or -1.
-  int watch_fd() const { return m_watch_open && m_watch ? m_watch->fd() : -1; }
-  // Events that have already arrived, without waiting; a stream found
-  // ended is marked closed.
-  std::vector<WatchEvent> poll_watch();
-  // Waits until the watch delivers events (returned), `until` passes or
-  // `interrupt_fd` is readable (both: empty). A broken watch stream is
-  // opened again on the next endpoint from the last revision seen; a
-  // compacted start revision throws UnavailableError.
-  std::vector<WatchEvent> wait_watch(SteadyClock::time_point until, int interrupt_fd);
+  // The endpoint that answered last, where the next request goes first.
+  std::size_t current_endpoint() const { return m_current; }
+  Millis timeout() const { return m_options.timeout; }
+
+  // For a stream of its own (the watch): a new connection to `endpoint`,
+  // and the headers of a request there, logging in first (by `deadline`)
+  // with a user and no token for it yet. Credentials refused: EtcdError 77.
+  std::unique_ptr<HttpConnection> connect(std::size_t endpoint) const;
+  std::vector<std::string> stream_headers(std::size_t endpoint, SteadyClock::time_point deadline);
+  // A token etcd no longer takes (it expired): the next request there
+  // logs in again.
+  void forget_token(std::size_t endpoint) { m_tokens.erase(endpoint); }
 
 private:
   // One request to one endpoint.
@@ -104,26 +101,20 @@ private:
                   int interrupt_fd);
   HttpConnection &connection(std::size_t endpoint);
   std::vector<std::string> headers_for(std::size_t endpoint) const;
+  // attempt(), logged in first when a user is given.
+  Attempt attempt_logged_in(std::size_t endpoint, const std::string &path, const Json &body,
+                            SteadyClock::time_point deadline, int interrupt_fd);
+  // Throws what etcd's refusal means: EtcdError 77 for credentials or
+  // permissions, 69 otherwise.
+  [[noreturn]] void refuse(const Attempt &refused) const;
   // Logs in on `endpoint`; throws 77 when the credentials are refused.
   Attempt authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd);
-  void start_watch_stream(std::optional<SteadyClock::time_point> by = std::nullopt);
-  void take_watch_lines(std::vector<WatchEvent> &events);
 
   GatewayOptions m_options;
   net::TlsOptions m_tls;
   std::size_t m_current = 0;                                  // the endpoint that answered last
   std::map<std::size_t, std::string> m_tokens;                // auth token per endpoint, with a user
   std::vector<std::unique_ptr<HttpConnection>> m_connections; // per endpoint, kept alive
-  // The watch: its own connection, the bytes not parsed yet, where it
-  // resumes.
-  std::unique_ptr<HttpConnection> m_watch;
-  std::size_t m_watch_endpoint = 0;
-  bool m_watch_open = false;
-  std::string m_watch_buffer;
-  std::string m_watch_key;
-  Json m_watch_create;
-  std::int64_t m_watch_next_revision = 0;
-  std::size_t m_watch_failures = 0;
 };
 
 } // namespace dlock::backend::etcd

@@ -16,7 +16,7 @@
 // connection to one endpoint, plain or TLS (net::Stream), POST only.
 // Heads are read up to 64 KiB, bodies up to net::k_max_reply, each round
 // trip by its deadline even while bytes keep arriving.
-// Loading libcurl cost more than the rest of a dlock run.
+// (libcurl, tried first, cost more to load than the rest of a dlock run.)
 namespace dlock::backend::etcd {
 
 struct HttpResponse {

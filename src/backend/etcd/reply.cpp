@@ -147,7 +147,7 @@ WatchLine parse_watch_line(std::string_view line) {
   }
   for (const auto &event : array_in(result, "events")) {
     WatchEvent parsed;
-    parsed.deleted = string_in(event, "type") == "DELETE";
+    parsed.kind = string_in(event, "type") == "DELETE" ? WatchEvent::Kind::deleted : WatchEvent::Kind::put;
     const Json &kv = object_in(event, "kv");
     parsed.key = base64_decode(string_in(kv, "key"));
     parsed.mod_revision = number_in(kv, "mod_revision");

@@ -43,12 +43,15 @@ struct Refusal {
 };
 Refusal refusal_in(const Json &answer, int http_status);
 
-// One line of a watch stream.
+// What a watch reports: a key written or deleted at a revision, or that
+// the history it was to follow is gone (compacted: anything may have
+// happened since, so look again).
 struct WatchEvent {
-  bool deleted = false;
-  std::string key; // decoded
-  std::int64_t mod_revision = 0;
+  enum class Kind { put, deleted, compacted } kind = Kind::put;
+  std::string key;               // decoded; empty when compacted
+  std::int64_t mod_revision = 0; // 0 when compacted
 };
+// One line of a watch stream.
 struct WatchLine {
   enum class Kind { events, error, canceled, other } kind = Kind::other;
   std::vector<WatchEvent> events;
