@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/net.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -22,8 +24,6 @@ struct TlsOptions {
 // relocating libssl and libcrypto.
 class TlsSession {
 public:
-  using Deadline = std::chrono::steady_clock::time_point;
-
   // Handshake, verifying the server certificate and its host name (or IP)
   // unless `options.insecure`. Throws dlock::Error: 78 for unusable
   // certificate files, 69 when the handshake fails or does not finish by

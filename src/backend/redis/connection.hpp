@@ -14,7 +14,7 @@
 namespace dlock::backend::redis {
 
 using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
+using net::Deadline;
 
 using net::Address;
 using net::parse_address;
