@@ -4,7 +4,7 @@
 #include "core/url.hpp"
 #include "backend/registry.hpp"
 #include "core/error.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <cstdint>
 #include <cstdlib>

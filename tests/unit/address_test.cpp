@@ -1,5 +1,5 @@
 #include "core/error.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #include "backend/redis/resp.hpp"
 #include "core/error.hpp"
-#include "core/stream.hpp"
+#include "net/stream.hpp"
 
 #include <catch2/catch.hpp>
 

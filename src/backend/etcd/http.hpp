@@ -2,8 +2,8 @@
 
 #include "backend/etcd/http_framing.hpp"
 #include "core/duration.hpp"
-#include "core/net.hpp"
-#include "core/stream.hpp"
+#include "net/net.hpp"
+#include "net/stream.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -26,7 +26,7 @@ struct HttpResponse {
 
 class HttpConnection {
 public:
-  using Deadline = std::chrono::steady_clock::time_point;
+  using Deadline = net::Deadline;
 
   // `endpoint`: "http://host:port" or "https://host:port" (IPv6 in
   // brackets); throws ConfigError (78) on another. Connects lazily.

@@ -3,8 +3,8 @@
 #include "backend/postgres/libpq.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/net.hpp"
-#include "core/stream.hpp"
+#include "net/net.hpp"
+#include "net/stream.hpp"
 
 #include <fmt/format.h>
 

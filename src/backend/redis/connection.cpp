@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 
 #include "backend/redis/resp.hpp"
 #include "core/duration.hpp"
-#include "core/net.hpp"
-#include "core/stream.hpp"
+#include "net/net.hpp"
+#include "net/stream.hpp"
 
 #include <chrono>
 #include <memory>

@@ -1,7 +1,7 @@
 #include "backend/zookeeper/four_letter.hpp"
 
 #include "core/error.hpp"
-#include "core/stream.hpp"
+#include "net/stream.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/duration.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <string>
 #include <string_view>

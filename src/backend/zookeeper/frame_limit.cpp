@@ -1,7 +1,7 @@
 #include "backend/zookeeper/frame_limit.hpp"
 
 #include "core/log.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 #include "backend/zookeeper/session.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <fmt/format.h>
 #include <zookeeper/zookeeper.h>

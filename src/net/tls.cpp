@@ -1,4 +1,4 @@
-#include "core/tls.hpp"
+#include "net/tls.hpp"
 
 #include "core/error.hpp"
 #include "core/log.hpp"

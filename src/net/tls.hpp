@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "core/net.hpp"
+#include "net/net.hpp"
 
 #include "core/error.hpp"
 

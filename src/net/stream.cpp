@@ -1,4 +1,4 @@
-#include "core/stream.hpp"
+#include "net/stream.hpp"
 
 #include "core/error.hpp"
 

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "core/duration.hpp"
-#include "core/net.hpp"
-#include "core/tls.hpp"
 #include "core/unique_fd.hpp"
+#include "net/net.hpp"
+#include "net/tls.hpp"
 
 #include <algorithm>
 #include <chrono>
