@@ -3,21 +3,12 @@
 SCENARIO="acquire, renew and release"
 . "$(dirname "$0")/lib.sh"
 
-# token=$(dlock acquire ...) must return: nothing left running may keep the
-# substitution's pipe open. Run it in the background with a deadline.
-(
-  t=$("${DL[@]}" acquire a --ttl 5s 2>&1 </dev/null)
-  echo $? >"$tmpdir/acq.rc"
-  printf '%s' "$t" >"$tmpdir/acq.token"
-) &
-track $!
-wait_until -t 5 test -e "$tmpdir/acq.rc" ||
-  fail "t=\$(dlock acquire a) did not return within 5s: something keeps its stdout/stderr open"
-[ "$(cat "$tmpdir/acq.rc")" = 0 ] || fail "acquire a exited $(cat "$tmpdir/acq.rc"): $(cat "$tmpdir/acq.token")"
-t=$(cat "$tmpdir/acq.token")
-[[ $t =~ ^[^[:space:]]+$ ]] || fail "acquire printed '$t', expected a token only"
-keeper=$(keeper_of a)
-[ -n "$keeper" ] && track "$keeper"
+# token=$(dlock acquire ...) must return (acquire_bg, checks/acquire.sh), and
+# print the token only, nothing on stderr.
+acquire_bg a --ttl 5s
+t=$token
+[ ! -s "$tmpdir/acq.err" ] || fail "acquire a printed on stderr: $(cat "$tmpdir/acq.err")"
+track "$keeper"
 
 capture "${DL[@]}" run a -- true
 [ "$rc" = 75 ] || fail "run on a lock taken by acquire exited $rc, expected 75"
