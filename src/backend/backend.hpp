@@ -26,13 +26,35 @@ struct BackendConfig {
   int verbose = 0;
 };
 
-// What the caller wants to hold. Future kinds of hold (--limit N,
-// --shared) are further fields here, so every backend sees them.
+// How a lock is held (spec.md, "Semaphores and shared locks").
+//   exclusive: one holder at a time (a writer, against shared holders).
+//   shared:    any number of holders at once (readers), none while an
+//              exclusive holder has the name.
+//   semaphore: at most `limit` holders at once (--limit N, also N = 1,
+//              which uses the semaphore's layout, not the exclusive one).
+// A backend that cannot keep a mode refuses it with ConfigError (78) and
+// the reason, through refuse_mode(); so does one that finds the name held
+// in another mode or with another limit, where it can tell.
+enum class HoldMode { exclusive, shared, semaphore };
+
+// "exclusive", "shared", "semaphore": the words of status --json.
+const char *to_string(HoldMode mode);
+
+// The largest --limit: every backend can lay out this many slots.
+inline constexpr unsigned max_limit = 1000;
+
+// What the caller wants to hold.
 struct LockRequest {
   std::string name; // already validated by validate_name()
   Millis ttl{30'000};
   HolderInfo holder; // stored with the lock for status and list
+  HoldMode mode = HoldMode::exclusive;
+  unsigned limit = 1; // semaphore: 1..max_limit; 1 otherwise
 };
+
+// The ConfigError (78) of a backend that does not offer `request.mode`:
+// "BACKEND cannot hold a MODE lock: WHY".
+[[noreturn]] void refuse_mode(const LockRequest &request, const std::string &backend, const std::string &why);
 
 // A held lock. `confirmed_at` is t0 of the safety timeline: the moment the
 // request that granted (or last renewed) the lease was *sent*, so that
@@ -43,6 +65,9 @@ struct Lease {
   std::uint64_t fence = 0; // strictly increasing per name; 0 when unknown (lease rebuilt from a token)
   Millis ttl{};            // T: the lease the backend granted
   SteadyClock::time_point confirmed_at{};
+  HoldMode mode = HoldMode::exclusive;
+  unsigned limit = 1;             // semaphore: N
+  std::optional<unsigned> slot{}; // semaphore: 0..N-1 where the backend numbers slots (DLOCK_SLOT)
 };
 
 enum class AcquireOutcome { acquired, busy, interrupted };
@@ -68,6 +93,18 @@ struct RenewResult {
 
 enum class ReleaseOutcome { released, not_owner };
 
+// One holder of a shared lock or semaphore.
+struct HolderStatus {
+  HolderInfo info;
+  std::optional<std::uint64_t> fence;
+  std::optional<Millis> time_left;
+  std::optional<unsigned> slot;
+};
+
+// A lock as status and list show it. An exclusive lock's one holder is in
+// holder, fence and time_left (fence also when free: the last holder's);
+// a shared lock or a semaphore fills `holders` instead, one entry each,
+// and sets holder/fence/time_left only while a writer holds a shared lock.
 struct LockStatus {
   std::string name;
   bool held = false;
@@ -76,6 +113,9 @@ struct LockStatus {
   std::optional<Millis> time_left; // lease left, where the backend knows it
   std::optional<std::int64_t> waiters;
   std::string detail; // backend specific, one line
+  HoldMode mode = HoldMode::exclusive;
+  std::optional<unsigned> limit{}; // semaphore: N, where the backend stores it
+  std::vector<HolderStatus> holders{};
 };
 
 struct NodeHealth {

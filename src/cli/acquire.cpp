@@ -21,6 +21,7 @@ struct AcquireArguments {
   std::optional<std::string> ttl;
   std::optional<std::string> wait;
   std::optional<std::string> conflict_exit_code;
+  HoldOptions hold;
   bool json = false;
 };
 
@@ -30,6 +31,7 @@ int run_acquire(const AcquireArguments &args, Context &context) {
   backend::LockRequest request;
   request.name = args.name;
   request.ttl = resolve_ttl(args.ttl, settings);
+  apply_hold_options(args.hold, request);
   std::optional<Millis> wait = resolve_wait(args.wait, settings);
   int conflict = parse_exit_code(args.conflict_exit_code, settings.conflict_exit_code, "--conflict-exit-code");
   // The holder shown by status is the script that asked, not dlock itself.
@@ -55,7 +57,14 @@ int run_acquire(const AcquireArguments &args, Context &context) {
     lease = taken.lease;
   }
   if (args.json) {
-    nlohmann::ordered_json doc = {{"name", lease->name}, {"token", lease->token}, {"fence", lease->fence}};
+    nlohmann::ordered_json doc = {{"name", lease->name},
+                                  {"token", lease->token},
+                                  {"fence", lease->fence},
+                                  {"mode", backend::to_string(lease->mode)}};
+    if (lease->mode == backend::HoldMode::semaphore) {
+      doc["limit"] = lease->limit;
+      doc["slot"] = lease->slot ? nlohmann::ordered_json(*lease->slot) : nlohmann::ordered_json(nullptr);
+    }
     add_lease_figures(doc, lease->confirmed_at, lease->ttl, window);
     std::cout << doc.dump() << std::endl;
   } else {
@@ -74,6 +83,7 @@ void setup_acquire(CLI::App &sub, Context &context) {
       ->type_name("D");
   sub.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")
       ->type_name("N");
+  add_hold_options(sub, args->hold);
   sub.add_flag(
       "--json", args->json,
       "Print name, token, fence, ttl_ms and expires_at (and a keeper's keeper_window_ms and renew_by) as JSON");

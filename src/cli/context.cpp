@@ -81,4 +81,11 @@ void setup_global(CLI::App &app, Context &context) {
   app.add_flag("-v,--verbose", g.verbose, "Timings and renewals; repeat for more");
 }
 
+void add_hold_options(CLI::App &command, HoldOptions &options) {
+  command.add_option("--limit", options.limit, "A semaphore: at most N holders of NAME at once, each with a slot")
+      ->type_name("N");
+  command.add_flag("-s,--shared", options.shared, "A shared (read) lock: readers together, never with a writer");
+  command.add_flag("-x,--exclusive", options.exclusive, "An exclusive (write) lock, the default");
+}
+
 } // namespace dlock::cli

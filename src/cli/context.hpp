@@ -71,6 +71,17 @@ Millis resolve_ttl(const std::optional<std::string> &flag, const Settings &setti
 std::optional<Millis> resolve_wait(const std::optional<std::string> &flag, const Settings &settings);
 int parse_exit_code(const std::optional<std::string> &text, int fallback, std::string_view option);
 
+// --limit N, -s/--shared and -x/--exclusive (the default, as flock(1)'s
+// -x) of run and acquire, and what they ask for, into `request` (usage
+// error, 64, for a bad N or two of them at once).
+struct HoldOptions {
+  std::optional<std::string> limit;
+  bool shared = false;
+  bool exclusive = false;
+};
+void add_hold_options(CLI::App &command, HoldOptions &options);
+void apply_hold_options(const HoldOptions &options, backend::LockRequest &request);
+
 // The backend for the settings.
 std::unique_ptr<backend::Backend> open_backend(const Settings &settings);
 bool session_bound(const Settings &settings);

@@ -45,24 +45,51 @@ void add_lease_figures(json &doc, std::chrono::steady_clock::time_point t0, Mill
   if (figures.renew_by) doc["renew_by"] = format_utc(*figures.renew_by);
 }
 
+namespace {
+
+json holder_json(const HolderInfo &h) {
+  return {{"host", h.host},
+          {"pid", h.pid},
+          {"user", h.user},
+          {"command", h.command},
+          {"since", h.since.time_since_epoch().count() ? json(format_utc(h.since)) : json(nullptr)}};
+}
+
+template <typename T> json or_null(const std::optional<T> &value) { return value ? json(*value) : json(nullptr); }
+
+// Every holder, the exclusive one included, as status --json's "holders".
+std::vector<backend::HolderStatus> all_holders(const backend::LockStatus &status) {
+  std::vector<backend::HolderStatus> holders = status.holders;
+  if (status.holder) holders.insert(holders.begin(), {*status.holder, status.fence, status.time_left, std::nullopt});
+  return holders;
+}
+
+std::string describe(const HolderInfo &h) {
+  return fmt::format("pid {} on {}{}", h.pid, h.host, h.user.empty() ? "" : " as " + h.user);
+}
+
+} // namespace
+
 json status_json(const backend::LockStatus &status) {
   json doc;
   doc["name"] = status.name;
   doc["held"] = status.held;
-  if (status.holder) {
-    const HolderInfo &h = *status.holder;
-    doc["holder"] = {{"host", h.host},
-                     {"pid", h.pid},
-                     {"user", h.user},
-                     {"command", h.command},
-                     {"since", h.since.time_since_epoch().count() ? json(format_utc(h.since)) : json(nullptr)}};
-  } else {
-    doc["holder"] = nullptr;
-  }
-  doc["fence"] = status.fence ? json(*status.fence) : json(nullptr);
+  doc["mode"] = backend::to_string(status.mode);
+  doc["limit"] = or_null(status.limit);
+  doc["holder"] = status.holder ? holder_json(*status.holder) : json(nullptr);
+  doc["fence"] = or_null(status.fence);
   doc["ttl_left_ms"] = status.time_left ? json(status.time_left->count()) : json(nullptr);
-  doc["waiters"] = status.waiters ? json(*status.waiters) : json(nullptr);
+  doc["waiters"] = or_null(status.waiters);
   doc["detail"] = status.detail.empty() ? json(nullptr) : json(status.detail);
+  json holders = json::array();
+  for (const auto &h : all_holders(status)) {
+    json entry = holder_json(h.info);
+    entry["fence"] = or_null(h.fence);
+    entry["ttl_left_ms"] = h.time_left ? json(h.time_left->count()) : json(nullptr);
+    entry["slot"] = or_null(h.slot);
+    holders.push_back(std::move(entry));
+  }
+  doc["holders"] = std::move(holders);
   return doc;
 }
 
@@ -70,13 +97,24 @@ std::string status_text(const backend::LockStatus &status) {
   std::string out = fmt::format("lock:     {}\nstate:    {}\n", status.name, status.held ? "held" : "free");
   if (status.holder) {
     const HolderInfo &h = *status.holder;
-    out += fmt::format("holder:   pid {} on {}{}\n", h.pid, h.host, h.user.empty() ? "" : " as " + h.user);
+    out += fmt::format("holder:   {}\n", describe(h));
     if (!h.command.empty()) out += fmt::format("command:  {}\n", h.command);
     if (h.since.time_since_epoch().count())
       out += fmt::format("since:    {} ({})\n", format_utc(h.since), age(h.since));
   }
   if (status.time_left) out += fmt::format("lease:    {} left\n", format_duration(*status.time_left));
   if (status.fence) out += fmt::format("fence:    {}{}\n", *status.fence, status.held ? "" : " (last holder's)");
+  if (status.mode != backend::HoldMode::exclusive) {
+    out += fmt::format("mode:     {}{}\n", backend::to_string(status.mode),
+                       status.limit ? fmt::format(" (limit {})", *status.limit) : "");
+    for (const auto &h : status.holders) {
+      out += fmt::format("holder:   {}{}", h.slot ? fmt::format("slot {}: ", *h.slot) : "", describe(h.info));
+      if (h.fence) out += fmt::format(", fence {}", *h.fence);
+      if (h.info.since.time_since_epoch().count()) out += fmt::format(", since {}", age(h.info.since));
+      if (!h.info.command.empty()) out += fmt::format(": {}", h.info.command);
+      out += "\n";
+    }
+  }
   if (status.waiters) out += fmt::format("waiters:  {}\n", *status.waiters);
   if (!status.detail.empty()) out += fmt::format("where:    {}\n", status.detail);
   return out;
@@ -90,7 +128,16 @@ std::string list_table(const std::vector<backend::LockStatus> &locks) {
       fmt::format("{:<{}}  {:<28}  {:<10}  {:<9}  {}\n", "NAME", width, "HOLDER", "SINCE", "LEASE", "FENCE");
   for (const auto &lock : locks) {
     std::string holder = "?", since = "-";
-    if (lock.holder) {
+    if (!lock.holders.empty() && !lock.holder) {
+      std::size_t n = lock.holders.size();
+      if (lock.mode == backend::HoldMode::shared)
+        holder = fmt::format("{} {}", n, n == 1 ? "reader" : "readers");
+      else
+        holder = lock.limit ? fmt::format("{} of {} slots", n, *lock.limit) : fmt::format("{} holders", n);
+      auto first = std::min_element(lock.holders.begin(), lock.holders.end(),
+                                    [](const auto &a, const auto &b) { return a.info.since < b.info.since; });
+      if (first->info.since.time_since_epoch().count()) since = age(first->info.since);
+    } else if (lock.holder) {
       holder = fmt::format("{}@{}:{}", lock.holder->user, lock.holder->host, lock.holder->pid);
       if (lock.holder->since.time_since_epoch().count()) since = age(lock.holder->since);
     }

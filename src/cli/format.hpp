@@ -13,8 +13,10 @@
 namespace dlock::cli {
 
 // The stable JSON shape of one lock, shared by status --json and list --json:
-// name, held, holder {host, pid, user, command, since}, fence, ttl_left_ms,
-// waiters, detail; null where the backend does not know.
+// name, held, mode (exclusive, shared, semaphore), limit, holder {host, pid,
+// user, command, since}, fence, ttl_left_ms, waiters, detail, and holders:
+// every holder (the exclusive one too) with its fence, ttl_left_ms and slot;
+// null where the backend does not know.
 nlohmann::ordered_json status_json(const backend::LockStatus &status);
 
 // "lock: x\nstate: held\n..." for people.

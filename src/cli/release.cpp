@@ -53,7 +53,7 @@ int run_release(const ReleaseArguments &args, Context &context) {
     released = reply.answer == runner::KeeperAnswer::done;
   } else {
     auto backend = open_backend(settings);
-    released = backend->release(backend::Lease{args.name, token, 0, {}, {}}) == backend::ReleaseOutcome::released;
+    released = backend->release(backend::Lease{.name = args.name, .token = token}) == backend::ReleaseOutcome::released;
   }
   if (!released) {
     say("token no longer owns lock '{}'", args.name);

@@ -44,7 +44,7 @@ int run_renew(const RenewArguments &args, Context &context) {
     fence = reply.fence;
   } else {
     auto backend = open_backend(settings);
-    backend::Lease lease{args.name, token, 0, ttl, {}};
+    backend::Lease lease{.name = args.name, .token = token, .ttl = ttl};
     backend::RenewResult result = backend->renew(lease, ttl, std::nullopt);
     if (result.outcome == backend::RenewOutcome::unknown)
       throw UnavailableError(fmt::format("could not renew lock '{}': {}", args.name, result.reason));

@@ -22,6 +22,7 @@ struct RunArguments {
   std::optional<std::string> max_runtime;
   std::optional<std::string> conflict_exit_code;
   std::optional<std::string> lost_exit_code;
+  HoldOptions hold;
 };
 
 int run_run(const RunArguments &args, Context &context) {
@@ -37,6 +38,7 @@ int run_run(const RunArguments &args, Context &context) {
   runner::RunOptions options;
   options.request.name = args.name;
   options.request.ttl = resolve_ttl(args.ttl, settings);
+  apply_hold_options(args.hold, options.request);
   options.wait = resolve_wait(args.wait, settings);
   options.command = args.shell_command ? std::vector<std::string>{"/bin/sh", "-c", *args.shell_command} : args.command;
   options.kill_after = args.kill_after ? parse_duration(*args.kill_after, "--kill-after") : settings.kill_after;
@@ -83,6 +85,7 @@ void setup_run(CLI::App &run, Context &context) {
       ->type_name("N");
   run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")
       ->type_name("N");
+  add_hold_options(run, args->hold);
   run.footer("After NAME, the first word that is not an option of run (or a global option) starts COMMAND,\n"
              "and every word after it is COMMAND's, as with flock(1), env(1), timeout(1) and sudo(8):\n"
              "'dlock run x echo -v hi' prints '-v hi'. '--' before COMMAND is allowed, never needed;\n"

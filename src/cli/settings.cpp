@@ -213,4 +213,22 @@ int parse_exit_code(const std::optional<std::string> &text, int fallback, std::s
   return static_cast<int>(value);
 }
 
+void apply_hold_options(const HoldOptions &options, backend::LockRequest &request) {
+  const std::optional<std::string> &limit = options.limit;
+  if (int(limit.has_value()) + int(options.shared) + int(options.exclusive) > 1)
+    throw UsageError(fmt::format("{} and {} do not go together: --limit N lets N holders in, --shared any number of "
+                                 "readers while no writer holds the lock, --exclusive one holder",
+                                 limit ? "--limit" : "--shared", options.exclusive ? "--exclusive" : "--shared"));
+  if (options.shared) request.mode = backend::HoldMode::shared;
+  if (!limit) return;
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(limit->c_str(), &end, 10);
+  if (limit->empty() || *end != '\0' || errno != 0 || value < 1 || value > static_cast<long>(backend::max_limit))
+    throw UsageError(
+        fmt::format("--limit takes a number of holders from 1 to {}, not '{}'", backend::max_limit, *limit));
+  request.mode = backend::HoldMode::semaphore;
+  request.limit = static_cast<unsigned>(value);
+}
+
 } // namespace dlock::cli

@@ -265,14 +265,17 @@ int keeper_body(int result_fd, pid_t parent, const backend::BackendConfig &confi
       backend->release(lease);
       return 0;
     }
-    report(result_fd,
-           {{"outcome", "acquired"},
-            {"token", token},
-            {"fence", lease.fence},
-            {"confirmed_at_ns",
-             std::chrono::duration_cast<std::chrono::nanoseconds>(lease.confirmed_at.time_since_epoch()).count()},
-            {"ttl_ms", lease.ttl.count()},
-            {"window_ms", request.ttl.count()}});
+    json acquired = {
+        {"outcome", "acquired"},
+        {"token", token},
+        {"fence", lease.fence},
+        {"confirmed_at_ns",
+         std::chrono::duration_cast<std::chrono::nanoseconds>(lease.confirmed_at.time_since_epoch()).count()},
+        {"ttl_ms", lease.ttl.count()},
+        {"window_ms", request.ttl.count()},
+        {"limit", lease.limit}};
+    if (lease.slot) acquired["slot"] = *lease.slot;
+    report(result_fd, acquired);
     close(std::exchange(result_fd, -1));
     Keeper keeper(*backend, lease, identity_of(config, request.name), token, std::move(listener), request.ttl);
     keeper.serve();
@@ -381,6 +384,9 @@ KeeperResult acquire_with_keeper(const backend::BackendConfig &config, const bac
     lease.token = result.value("token", "");
     lease.fence = result.value("fence", std::uint64_t{0});
     lease.ttl = Millis(result.value("ttl_ms", std::int64_t{0}));
+    lease.mode = request.mode;
+    lease.limit = result.value("limit", 1U);
+    if (result.contains("slot")) lease.slot = result.value("slot", 0U);
     // The keeper's t0, on the steady clock every process of the host shares.
     lease.confirmed_at = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
         std::chrono::nanoseconds(result.value("confirmed_at_ns", std::int64_t{0}))));

@@ -54,6 +54,7 @@ public:
     std::vector<std::string> environment = {"DLOCK_NAME=" + lease.name, fmt::format("DLOCK_FENCE={}", lease.fence),
                                             "DLOCK_TOKEN=" + lease.token,
                                             "DLOCK_BACKEND=" + m_options.public_backend_url};
+    if (lease.slot) environment.push_back(fmt::format("DLOCK_SLOT={}", *lease.slot));
     // The job holds the lock's descriptors too: a dlock killed with SIGKILL
     // then leaves the lock to the job and its descendants until they end.
     ChildSpec spec{m_options.command, environment, {"DLOCK_PASSWORD"}, true, m_backend.lifetime_fds(lease)};

@@ -1,7 +1,7 @@
 // The one suite every backend must pass against a real server (for file:, a
 // real directory). The backend comes from DLOCK_CONFORMANCE_URL; each test
 // case uses lock names of its own, so the suite can share a server.
-#include "backend/registry.hpp"
+#include "conformance.hpp"
 #include "core/signals.hpp"
 #include "core/url.hpp"
 
@@ -18,44 +18,7 @@
 using namespace dlock;
 using namespace dlock::backend;
 using namespace std::chrono_literals;
-
-namespace {
-
-BackendConfig config() {
-  const char *url = std::getenv("DLOCK_CONFORMANCE_URL");
-  REQUIRE(url);
-  BackendConfig config;
-  config.url = parse_url(url);
-  config.lock_namespace = "conformance";
-  config.connect_timeout = 2000ms;
-  if (const char *password = std::getenv("DLOCK_PASSWORD")) config.password = password;
-  return config;
-}
-
-// A fresh client, as a second process would have.
-std::unique_ptr<Backend> client() { return create_backend(config()); }
-
-std::string unique(const std::string &base) {
-  static int counter = 0;
-  return base + "/" + std::to_string(getpid()) + "-" + std::to_string(++counter);
-}
-
-LockRequest request_for(const std::string &name, Millis ttl = 2000ms) {
-  LockRequest request;
-  request.name = name;
-  request.ttl = ttl;
-  request.holder = {host_name(), getpid(), user_name(), "conformance", std::chrono::system_clock::now()};
-  return request;
-}
-
-Lease must_acquire(Backend &backend, const LockRequest &request) {
-  AcquireResult result = backend.try_acquire(request);
-  REQUIRE(result.outcome == AcquireOutcome::acquired);
-  REQUIRE(result.lease);
-  return *result.lease;
-}
-
-} // namespace
+using namespace conformance;
 
 TEST_CASE("a free lock is acquired with a token and a fence, and is then busy for others") {
   auto a = client(), b = client();
@@ -268,10 +231,6 @@ TEST_CASE("ping reaches the backend") {
 // Backends whose lock is a lease (not a session) must honour the ttl by
 // themselves and must accept a lease rebuilt from (name, token) by another
 // process: that is how `dlock renew` and `dlock release` work on them.
-namespace {
-bool lease_based() { return !find_backend(config().url.scheme).session_bound; }
-} // namespace
-
 TEST_CASE("a lease that is not renewed runs out, and a waiter takes the lock soon after") {
   if (!lease_based()) return;
   auto a = client(), b = client();

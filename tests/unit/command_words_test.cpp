@@ -106,7 +106,7 @@ TEST_CASE("typos name the wrong word first and suggest the nearest real name") {
   CHECK(usage_error({"run", "x", "-foo"}) ==
         "unknown option -foo for run (a COMMAND that starts with '-' goes after --: dlock run NAME -- -foo)");
   CHECK(usage_error({"run", "-foo", "x", "true"}) == "unknown option -foo for run (see dlock run --help)");
-  CHECK(usage_error({"run", "-qx", "x", "true"}) == "unknown option -x for run (in -qx)");
+  CHECK(usage_error({"run", "-qk", "x", "true"}) == "unknown option -k for run (in -qk)");
   CHECK(usage_error({"run", "x", "-t"}) == "option -t for run needs a value (D)");
   CHECK(usage_error({"--", "run", "x", "true"}) ==
         "unexpected '--' before the subcommand (usage: dlock [OPTIONS] SUBCOMMAND [ARG...])");

@@ -33,8 +33,11 @@ public:
     if (held_by_other || m_held) return {backend::AcquireOutcome::busy, std::nullopt, 0};
     m_held = true;
     m_length = request.ttl;
-    backend::Lease lease{request.name, "fake-token", next_fence++, grant(request.ttl),
-                         backend::SteadyClock::now() - granted_long_ago};
+    backend::Lease lease{.name = request.name,
+                         .token = "fake-token",
+                         .fence = next_fence++,
+                         .ttl = grant(request.ttl),
+                         .confirmed_at = backend::SteadyClock::now() - granted_long_ago};
     acquired_at = lease.confirmed_at;
     return {backend::AcquireOutcome::acquired, lease, 0};
   }
@@ -103,7 +106,10 @@ public:
 
   std::optional<backend::LockStatus> force_release(const std::string &) override { return std::nullopt; }
   backend::LockStatus status(const std::string &name) override {
-    return {name, m_held || held_by_other, {}, {}, {}, {}, ""};
+    backend::LockStatus status;
+    status.name = name;
+    status.held = m_held || held_by_other;
+    return status;
   }
   std::vector<backend::LockStatus> list(const std::string &) override { return {}; }
   backend::PingResult ping() override { return {}; }

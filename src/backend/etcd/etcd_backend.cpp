@@ -271,6 +271,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "etcd", "not offered by this backend yet");
     Json holder = Json::object();
     add_holder(holder, request.holder);
     const std::string value = base64_encode(holder.dump());

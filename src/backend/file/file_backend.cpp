@@ -326,6 +326,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "file", "not offered by this backend yet");
     const std::string file = LockDir::file_name(request.name);
     for (;;) {
       UniqueFd fd = open_lock_file(file);

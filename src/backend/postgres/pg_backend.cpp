@@ -269,6 +269,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "postgres", "not offered by this backend yet");
     auto connection = connect("dlock:" + request.name, request.ttl);
     std::string key = key_of(request.name);
     std::string comment = note_comment(note_for(request, std::nullopt));

@@ -74,6 +74,7 @@ public:
   }
 
   AcquireResult try_acquire(const LockRequest &request) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "redis", "not offered by this backend yet");
     Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name)));
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
@@ -81,6 +82,7 @@ public:
 
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "redis", "not offered by this backend yet");
     Keys keys = keys_for(request.name);
     // A free lock costs no subscription. Otherwise every attempt that may
     // be followed by a wait is made while subscribed: a release published

@@ -65,14 +65,16 @@ public:
     m_nodes = std::make_unique<Nodes>(std::move(addresses), options);
   }
 
-  AcquireResult try_acquire(const LockRequest &request) override {
+  AcquireResult try_acquire(const LockRequest &given) override {
+    LockRequest request = one_holder(given);
     Attempt attempt = attempt_once(request);
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
   }
 
-  AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
+  AcquireResult acquire(const LockRequest &given, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
+    LockRequest request = one_holder(given);
     Attempt attempt = attempt_once(request);
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     Keys keys = keys_for(m_config.lock_namespace, request.name);
@@ -332,6 +334,24 @@ private:
     if (auto at = error.find(" to : "); at != std::string::npos) error.replace(at, 6, ": ");
     auto start = error.find_first_not_of(": ");
     return start == std::string::npos ? error : error.substr(start);
+  }
+
+  // Redlock holds a lock with one holder only. A semaphore of N > 1 slots
+  // over several nodes is no semaphore: with 3 nodes and 2 slots, holders
+  // on A+B, B+C and A+C each win a majority, and three jobs run at once.
+  // --limit 1 is the exclusive lock itself.
+  LockRequest one_holder(const LockRequest &request) const {
+    if (request.mode == HoldMode::semaphore && request.limit > 1)
+      refuse_mode(request, "redlock",
+                  fmt::format("the slots of a semaphore do not add up across nodes (with 3 nodes and 2 slots, holders "
+                              "on A+B, B+C and A+C each win a majority: three run at once); use redis:// for --limit "
+                              "{}, or --limit 1",
+                              request.limit));
+    if (request.mode == HoldMode::shared) refuse_mode(request, "redlock", "not offered by this backend yet");
+    LockRequest exclusive = request;
+    exclusive.mode = HoldMode::exclusive;
+    exclusive.limit = 1;
+    return exclusive;
   }
 
   Attempt attempt_once(const LockRequest &request) {

@@ -519,6 +519,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
+    if (request.mode != HoldMode::exclusive) refuse_mode(request, "zookeeper", "not offered by this backend yet");
     std::string lock = lock_path(m_base, request.name);
     Session &session = this->session(request.ttl);
     Queued queued = enqueue(session, lock, request);
