@@ -12,8 +12,8 @@ _dlock_subcommands='run acquire renew release status list ping config version'
 _dlock_global_opts='-h --help --version -b --backend --namespace --config --password-file --connect-timeout -q --quiet -v --verbose'
 _dlock_global_args='-b --backend --namespace --config --password-file --connect-timeout'
 
-_dlock_opts_run='-h --help -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code'
-_dlock_opts_acquire='-h --help -t --ttl -w --wait -E --conflict-exit-code --json'
+_dlock_opts_run='-h --help -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit -s --shared -x --exclusive'
+_dlock_opts_acquire='-h --help -t --ttl -w --wait -E --conflict-exit-code --limit -s --shared -x --exclusive --json'
 _dlock_opts_renew='-h --help -t --ttl --json'
 _dlock_opts_release='-h --help --force'
 _dlock_opts_status='-h --help --json'
@@ -23,7 +23,7 @@ _dlock_opts_config='-h --help --json'
 _dlock_opts_version='-h --help'
 
 # Options of any command that take a value.
-_dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code"
+_dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit"
 
 _dlock_backend_schemes='file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// redlocks:// zk:// postgres:// postgresql:// etcd:// etcds://'
 
@@ -190,6 +190,9 @@ _dlock() {
     ;;
   -E | --conflict-exit-code | --lost-exit-code)
     mapfile -t candidates < <(compgen -W "0 1 75 76" -- "$value")
+    ;;
+  --limit)
+    mapfile -t candidates < <(compgen -W "2 3 5 10" -- "$value")
     ;;
   *)
     if [[ $cur == -* ]]; then

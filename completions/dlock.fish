@@ -62,7 +62,7 @@ function __dlock_command_start
                     test "$token" = -; and test $i = (count $tokens)
                 end
             end
-            if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
+            if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit
                 set i (math $i + 1)
             end
         else if test $seen_run = 0
@@ -94,7 +94,7 @@ function __dlock_wants_name
             continue
         end
         switch $token
-            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code
+            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit
                 set skip_value 1
             case '-*'
             case '*'
@@ -202,11 +202,14 @@ complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-kil
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l max-runtime -x -a '(__dlock_durations)' -d 'Stop the job after D and exit 124'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when the lock is busy'
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-exit-code -x -a 76 -d 'Exit status when the lock is lost'
+complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -l limit -x -a '2 3 5 10' -d 'A semaphore: at most N holders at once'
+complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s s -l shared -d 'A shared (read) lock'
+complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s x -l exclusive -d 'An exclusive (write) lock, the default'
 complete -c dlock -n '__dlock_using run; and not __dlock_wants_name; and not __dlock_in_command' --arguments=-- -d 'COMMAND [ARG...] follows (needed only if it starts with -)'
 complete -c dlock -n '__dlock_using run; and __dlock_in_command' -x -a '(__dlock_complete_command)'
 
 # acquire, renew, status, list, ping, config: --json
-complete -c dlock -n '__dlock_using acquire' -l json -d 'Print name, token, fence, ttl_ms and expires_at as JSON'
+complete -c dlock -n '__dlock_using acquire' -l json -d 'Print name, token, fence, mode, ttl_ms and expires_at as JSON'
 complete -c dlock -n '__dlock_using renew' -l json -d 'Print name, ttl_ms and expires_at as JSON'
 complete -c dlock -n '__dlock_using status ping config' -l json -d 'One JSON document'
 complete -c dlock -n '__dlock_using list' -l json -d 'A JSON array'

@@ -325,6 +325,13 @@ private:
 std::string describe_holder(backend::Backend &backend, const std::string &name) {
   try {
     backend::LockStatus status = backend.status(name);
+    if (!status.holder && !status.holders.empty()) {
+      std::size_t n = status.holders.size();
+      const auto &h = status.holders.front().info;
+      if (status.mode == backend::HoldMode::shared)
+        return fmt::format(" (held by {} {}, the first pid {} on {})", n, n == 1 ? "reader" : "readers", h.pid, h.host);
+      return fmt::format(" (all {} slots taken, the first by pid {} on {})", status.limit.value_or(n), h.pid, h.host);
+    }
     if (!status.holder) return {};
     const auto &h = *status.holder;
     std::string text = fmt::format(" (held by pid {} on {}", h.pid, h.host);

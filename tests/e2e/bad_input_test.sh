@@ -46,6 +46,17 @@ expect 64 "--ttl 0" "${DL[@]}" run x --ttl 0 "${job[@]}"
 expect 64 "--wait soon" "${DL[@]}" run x --wait soon "${job[@]}"
 expect 64 "--max-runtime 1y" "${DL[@]}" run x --max-runtime 1y "${job[@]}"
 expect 64 "acquire --ttl banana" "${DL[@]}" acquire x --ttl banana
+
+# --limit N: 1 to 1000 holders, one way of holding at a time.
+for n in 0 -1 1001 3x '' 99999999999999999999; do
+  expect 64 "--limit '$n'" "${DL[@]}" run x --limit "$n" "${job[@]}"
+done
+expect 64 "acquire --limit banana" "${DL[@]}" acquire x --limit banana
+expect 64 "--limit with --shared" "${DL[@]}" run x --limit 3 --shared "${job[@]}"
+expect 64 "--shared with --exclusive" "${DL[@]}" run x -s -x "${job[@]}"
+expect 64 "acquire --shared --limit 2" "${DL[@]}" acquire x --shared --limit 2
+capture "${DL[@]}" run x --limit 1000 -- true
+[ "$rc" = 0 ] || fail "--limit 1000 was refused ($rc): $err"
 expect 64 "unknown run option" "${DL[@]}" run x --frobnicate "${job[@]}"
 expect 64 "unknown global option" "${DL[@]}" --frobnicate run x "${job[@]}"
 expect 64 "unknown subcommand" "${DL[@]}" frobnicate x

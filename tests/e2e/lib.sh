@@ -73,6 +73,8 @@
 #                         its --json document
 #   auth.sh               auth_keep, auth_works, auth_refused: the auth
 #                         tests' runs, which never show the password
+#   modes.sh              check_semaphore WORKERS LIMIT NAME,
+#                         check_readers_writer NAME: --limit and --shared
 #   status_list_ping.sh   start_status_holder, check_held_status_text,
 #                         check_held_status_json, check_waiters,
 #                         check_free_status, start_list_locks,
@@ -541,7 +543,7 @@ check_long_wait() {
 
 _e2e_dir=$(dirname "${BASH_SOURCE[0]}")
 for _e2e_part in backends/file backends/redis backends/redlock backends/zk backends/postgres backends/etcd \
-  checks/acquire checks/auth checks/status_list_ping checks/unreachable; do
+  checks/acquire checks/auth checks/modes checks/status_list_ping checks/unreachable; do
   # shellcheck source=/dev/null
   . "$_e2e_dir/$_e2e_part.sh"
 done

@@ -42,6 +42,32 @@ std::string user_of(pid_t pid) {
   return fmt::format("uid{}", info.st_uid);
 }
 
+// Serialises the record updates of shared holders, which all hold LOCK_SH
+// at once: an OFD write lock on the whole file for the few microseconds of
+// a read-modify-write. Linux keeps OFD locks apart from flock(2), so it
+// neither blocks nor is blocked by the lock itself.
+class RecordLock {
+public:
+  RecordLock(int fd, const std::string &path) : m_fd(fd) {
+    struct flock range {};
+    range.l_type = F_WRLCK;
+    range.l_whence = SEEK_SET;
+    while (fcntl(fd, F_OFD_SETLKW, &range) != 0)
+      if (errno != EINTR) throw file_error(fmt::format("cannot lock the record of {}", path), errno);
+  }
+  ~RecordLock() {
+    struct flock range {};
+    range.l_type = F_UNLCK;
+    range.l_whence = SEEK_SET;
+    fcntl(m_fd, F_OFD_SETLK, &range);
+  }
+  RecordLock(const RecordLock &) = delete;
+  RecordLock &operator=(const RecordLock &) = delete;
+
+private:
+  int m_fd;
+};
+
 class FileBackend final : public TakingBackend {
 public:
   explicit FileBackend(const BackendConfig &config) : m_dir(LockDir::open(config.url, config.lock_namespace)) {}
@@ -68,8 +94,9 @@ public:
     ttl = Millis(held->second.record.ttl_ms);
     held->second.record.renewed_ms = now_unix_ms();
     // The kernel lock is what counts; a record that could not be updated
-    // (a full disk) only shows an older renewal time in status.
-    write_record(held->second.fd.get(), held->second.record, held->second.file_size);
+    // (a full disk) only shows an older renewal time in status. A reader's
+    // renewal writes nothing: the record is the readers' together.
+    if (!held->second.shared) write_record(held->second.fd.get(), held->second.record, held->second.file_size);
     result.outcome = RenewOutcome::renewed;
     result.ttl = ttl;
     result.sent_at = sent_at;
@@ -80,7 +107,9 @@ public:
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) return ReleaseOutcome::not_owner;
     bool ours = still_ours(held->second);
-    if (ours) {
+    if (ours && held->second.shared) {
+      forget_reader(held->second);
+    } else if (ours) {
       // Keep the fence counter for the next holder; drop the holder record.
       LockRecord record;
       record.fence = held->second.record.fence;
@@ -89,6 +118,7 @@ public:
     // The job inherited the descriptor (lifetime_fds): closing ours would
     // leave the lock to any descendant of the job that still has its copy
     // open. Unlocking ends it for every copy of this open file at once.
+    if (held->second.slot_fd) flock(held->second.slot_fd.get(), LOCK_UN);
     flock(held->second.fd.get(), LOCK_UN);
     m_news.unwatch(held->second.watch);
     m_held.erase(held);
@@ -98,6 +128,7 @@ public:
   std::vector<int> lifetime_fds(const Lease &lease) const override {
     auto held = m_held.find(lease.token);
     if (held == m_held.end()) return {};
+    if (held->second.slot_fd) return {held->second.fd.get(), held->second.slot_fd.get()};
     return {held->second.fd.get()};
   }
 
@@ -128,6 +159,10 @@ public:
       unlinkat(m_dir.fd(), temp.c_str(), 0);
       throw file_error(what, err);
     }
+    // A semaphore's slot files go too: new takers lock fresh ones at once
+    // instead of waiting for the broken holders' slots.
+    for (unsigned slot = 0; slot < before.limit.value_or(0); ++slot)
+      unlinkat(m_dir.fd(), slot_file(file, slot).c_str(), 0);
     std::erase_if(m_held, [&](auto &entry) {
       if (entry.second.file != file) return false;
       m_news.unwatch(entry.second.watch);
@@ -158,6 +193,20 @@ public:
     status.waiters = static_cast<std::int64_t>(view.waiters);
     status.held = !view.holders.empty();
     if (!status.held) return status;
+    status.detail = fmt::format("{}/{}", m_dir.path(), LockDir::file_name(name));
+    if (view.shared) {
+      status.mode = record.limit > 0 ? HoldMode::semaphore : HoldMode::shared;
+      if (record.limit > 0) status.limit = record.limit;
+      for (pid_t pid : view.holders) {
+        auto reader = std::find_if(record.readers.begin(), record.readers.end(),
+                                   [&](const ReaderRecord &r) { return r.holder.pid == pid; });
+        if (reader != record.readers.end())
+          status.holders.push_back({reader->holder, reader->fence, std::nullopt, reader->slot});
+        else
+          status.holders.push_back({process_holder(pid), std::nullopt, std::nullopt, std::nullopt});
+      }
+      return status;
+    }
     pid_t holder_pid = view.holders.front();
     if (record.holder && record.holder->pid == holder_pid) {
       status.holder = record.holder;
@@ -167,16 +216,19 @@ public:
       // A holder whose record is not there or not trusted (a file another
       // user made, a holder that is not dlock): describe the process the
       // kernel names.
-      HolderInfo holder;
-      holder.host = host_name();
-      holder.pid = holder_pid;
-      holder.user = user_of(holder_pid);
-      holder.command = command_line_of(holder_pid);
-      status.holder = holder;
+      status.holder = process_holder(holder_pid);
       status.fence.reset();
     }
-    status.detail = fmt::format("{}/{}", m_dir.path(), LockDir::file_name(name));
     return status;
+  }
+
+  static HolderInfo process_holder(pid_t pid) {
+    HolderInfo holder;
+    holder.host = host_name();
+    holder.pid = pid;
+    holder.user = user_of(pid);
+    holder.command = command_line_of(pid);
+    return holder;
   }
 
   std::vector<LockStatus> list(const std::string &prefix) override {
@@ -236,6 +288,9 @@ private:
     LockRecord record;
     std::size_t file_size = 0; // bytes in the file as we last wrote or read it
     int watch = -1;            // m_news's watch of it, -1 if none
+    bool shared = false;       // LOCK_SH: one of the readers in record.readers
+    UniqueFd slot_fd;          // a semaphore's: the slot file, LOCK_EX
+    std::optional<unsigned> slot;
   };
 
   std::string path_of(const std::string &file) const { return m_dir.path() + "/" + file; }
@@ -326,20 +381,26 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    if (request.mode != HoldMode::exclusive) refuse_mode(request, "file", "not offered by this backend yet");
+    // Readers and a semaphore's holders take LOCK_SH on the same file, as
+    // flock -s does: they exclude and are excluded by LOCK_EX holders
+    // (dlock's and flock -x's). A semaphore's holders each hold one of its
+    // slot files too (take_slot).
+    const bool shared = request.mode != HoldMode::exclusive;
+    const int kind = shared ? LOCK_SH : LOCK_EX;
     const std::string file = LockDir::file_name(request.name);
     for (;;) {
       UniqueFd fd = open_lock_file(file);
       auto sent_at = SteadyClock::now();
-      if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (flock(fd.get(), kind | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
+        refuse_other_kind(request, fd.get(), file);
         if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
         BlockingWait blocking(deadline);
         for (;;) {
           if (int signo = interrupt ? interrupt->requested() : 0)
             return {AcquireOutcome::interrupted, std::nullopt, signo};
           if (blocking.deadline_passed()) return {AcquireOutcome::busy, std::nullopt, 0};
-          if (flock(fd.get(), LOCK_EX) == 0) {
+          if (flock(fd.get(), kind) == 0) {
             // A kernel lock does not run out: the lease starts when it was
             // granted, not when the wait for it began.
             sent_at = SteadyClock::now();
@@ -348,7 +409,7 @@ private:
           if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
         }
       }
-      Held held{std::move(fd), file, {}, {}, 0};
+      Held held{std::move(fd), file, {}, {}, 0, -1, shared, {}, std::nullopt};
       if (fstat(held.fd.get(), &held.identity) != 0)
         throw file_error(fmt::format("cannot inspect lock file {}", path_of(file)), errno);
       // Watched before the check below, so that a replacement right after
@@ -361,25 +422,183 @@ private:
         m_news.unwatch(held.watch);
         continue;
       }
-      return {AcquireOutcome::acquired, record_holder(request, std::move(held), sent_at), 0};
+      if (request.mode == HoldMode::semaphore) return take_slot(request, std::move(held), wait, deadline, interrupt);
+      return {AcquireOutcome::acquired,
+              shared ? record_reader(request, std::move(held), std::nullopt, sent_at)
+                     : record_holder(request, std::move(held), sent_at),
+              0};
+    }
+  }
+
+  // Slot K of a semaphore is the file "NAME.slotK" beside "NAME.lock" (no
+  // name's lock file ends in ".slotK", so none is taken for a lock).
+  static std::string slot_file(const std::string &file, unsigned slot) {
+    return fmt::format("{}.slot{}", file.substr(0, file.size() - LockDir::file_name("").size()), slot);
+  }
+
+  // Holding LOCK_SH on the lock file, takes one of the N slot files with
+  // LOCK_EX: each tried without blocking from a random start, then a
+  // blocking wait on one at random that a release of that slot ends at
+  // once, rescanning all of them every 250-500 ms for slots freed
+  // elsewhere.
+  AcquireResult take_slot(const LockRequest &request, Held held, bool wait,
+                          std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt) {
+    auto give_up = [&](AcquireResult result) {
+      m_news.unwatch(held.watch);
+      return result;
+    };
+    {
+      RecordLock serial(held.fd.get(), path_of(held.file));
+      LockRecord record = checked_record(held.fd.get(), held.file, &held.file_size);
+      prune_readers(record, held.identity);
+      refuse_mixed(request, record, held.file);
+    }
+    const unsigned n = request.limit;
+    unsigned start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
+    for (;;) {
+      for (unsigned i = 0; i < n; ++i) {
+        unsigned slot = (start + i) % n;
+        UniqueFd fd = open_lock_file(slot_file(held.file, slot));
+        if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0)
+          return {AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(fd), slot), 0};
+        if (errno != EWOULDBLOCK)
+          throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, slot))), errno);
+      }
+      if (!wait) return give_up({AcquireOutcome::busy, std::nullopt, 0});
+      start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
+      auto rescan_at = SteadyClock::now() + Millis(250 + std::stoul(random_hex(1), nullptr, 16));
+      UniqueFd fd = open_lock_file(slot_file(held.file, start));
+      BlockingWait blocking(deadline ? std::min(*deadline, rescan_at) : rescan_at);
+      if (int signo = interrupt ? interrupt->requested() : 0)
+        return give_up({AcquireOutcome::interrupted, std::nullopt, signo});
+      if (deadline && SteadyClock::now() >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
+      if (flock(fd.get(), LOCK_EX) == 0)
+        return {AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(fd), start), 0};
+      if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, start))), errno);
+    }
+  }
+
+  Lease record_slot(const LockRequest &request, Held held, UniqueFd slot_fd, unsigned slot) {
+    held.slot_fd = std::move(slot_fd);
+    held.slot = slot;
+    Lease lease = record_reader(request, std::move(held), slot, SteadyClock::now());
+    lease.limit = request.limit;
+    lease.slot = slot;
+    return lease;
+  }
+
+  // Drops the readers the kernel no longer names as holders (killed ones).
+  static void prune_readers(LockRecord &record, const struct stat &identity) {
+    std::vector<pid_t> live = KernelLocks::read().of(identity.st_dev, identity.st_ino).holders;
+    std::erase_if(record.readers, [&](const ReaderRecord &reader) {
+      return std::find(live.begin(), live.end(), reader.holder.pid) == live.end();
+    });
+    if (record.readers.empty()) record.limit = 0;
+  }
+
+  // A name that holders hold in another way (readers against a semaphore,
+  // a semaphore of another N) is refused, 78, naming what holds it.
+  void refuse_mixed(const LockRequest &request, const LockRecord &record, const std::string &file) const {
+    if (record.readers.empty()) return;
+    bool semaphore = record.limit > 0;
+    std::string held_as = semaphore ? fmt::format("a semaphore of {} (--limit {})", record.limit, record.limit)
+                                    : "a shared lock (--shared)";
+    bool same = request.mode == HoldMode::semaphore ? semaphore && record.limit == request.limit
+                                                    : request.mode == HoldMode::shared && !semaphore;
+    if (!same)
+      throw ConfigError(fmt::format("lock '{}' is held as {} by {} holder{} (pid {} first): take it the same way, or "
+                                    "use another name (lock file {})",
+                                    request.name, held_as, record.readers.size(), record.readers.size() == 1 ? "" : "s",
+                                    record.readers.front().holder.pid, path_of(file)));
+  }
+
+  // On a busy lock file: refuses a request of another kind than its live
+  // holders' (an exclusive request on a semaphore, say), so that the
+  // mistake is named instead of waited on.
+  void refuse_other_kind(const LockRequest &request, int fd, const std::string &file) const {
+    struct stat info {};
+    if (fstat(fd, &info) != 0 || m_dir.distrust(info)) return;
+    auto record = read_record(fd, path_of(file));
+    if (!record) return;
+    prune_readers(*record, info);
+    if (request.mode == HoldMode::exclusive && record->limit > 0)
+      throw ConfigError(fmt::format("lock '{}' is held as a semaphore of {} (--limit {}) by {} holder{}: take it with "
+                                    "--limit {}, or use another name",
+                                    request.name, record->limit, record->limit, record->readers.size(),
+                                    record->readers.size() == 1 ? "" : "s", record->limit));
+  }
+
+  // The fence after `previous`: the larger of the stored counter + 1 and
+  // the wall clock in microseconds, so it keeps growing even if the
+  // directory is wiped (a tmpfs at reboot). Only when the counter is ahead
+  // of the clock does its durability matter: `must_sync` says so.
+  std::uint64_t next_fence(const LockRecord &previous, const std::string &file, bool &must_sync) const {
+    if (previous.fence == std::numeric_limits<std::uint64_t>::max())
+      throw ConfigError(fmt::format("lock file {} holds fence {}, the largest there is, so no greater one can be "
+                                    "handed out: check who wrote it",
+                                    path_of(file), previous.fence));
+    std::uint64_t fence = previous.fence + 1;
+    std::uint64_t clock = now_unix_us();
+    must_sync = fence >= clock;
+    return std::max(fence, clock);
+  }
+
+  Lease lease_for(const LockRequest &request, Held held, std::uint64_t fence, SteadyClock::time_point sent_at) {
+    Lease lease;
+    lease.name = request.name;
+    lease.token = random_hex(16);
+    lease.fence = fence;
+    lease.ttl = request.ttl;
+    lease.confirmed_at = sent_at;
+    lease.mode = request.mode;
+    m_held.emplace(lease.token, std::move(held));
+    return lease;
+  }
+
+  // A reader joins the record's readers, with a fence of its own, under
+  // the record lock; readers the kernel no longer names (killed ones) are
+  // dropped on the way.
+  Lease record_reader(const LockRequest &request, Held held, std::optional<unsigned> slot,
+                      SteadyClock::time_point sent_at) {
+    RecordLock serial(held.fd.get(), path_of(held.file));
+    LockRecord record = checked_record(held.fd.get(), held.file, &held.file_size);
+    prune_readers(record, held.identity);
+    refuse_mixed(request, record, held.file);
+    bool must_sync = false;
+    std::uint64_t fence = next_fence(record, held.file, must_sync);
+    if (record.readers.size() >= max_recorded_readers) record.readers.erase(record.readers.begin());
+    record.readers.push_back({request.holder, fence, slot});
+    record.limit = request.mode == HoldMode::semaphore ? request.limit : 0;
+    record.fence = fence;
+    record.holder.reset(); // a killed writer's, if any: no writer holds it now
+    if (!write_record(held.fd.get(), record, held.file_size) || (must_sync && fdatasync(held.fd.get()) != 0))
+      throw file_error(fmt::format("cannot write lock file {}", path_of(held.file)), errno);
+    held.record.fence = fence;
+    held.record.holder = request.holder;
+    held.record.ttl_ms = request.ttl.count();
+    return lease_for(request, std::move(held), fence, sent_at);
+  }
+
+  // A leaving reader takes itself out of the record (the kernel lock is
+  // what counts: a record that cannot be updated only shows it longer).
+  void forget_reader(Held &held) {
+    try {
+      RecordLock serial(held.fd.get(), path_of(held.file));
+      auto record = read_record(held.fd.get(), path_of(held.file), &held.file_size);
+      if (!record) return;
+      std::erase_if(record->readers, [&](const ReaderRecord &reader) {
+        return reader.fence == held.record.fence && held.record.holder && reader.holder.pid == held.record.holder->pid;
+      });
+      write_record(held.fd.get(), *record, held.file_size);
+    } catch (const Error &) {
     }
   }
 
   Lease record_holder(const LockRequest &request, Held held, SteadyClock::time_point sent_at) {
     const std::string path = path_of(held.file);
     LockRecord previous = checked_record(held.fd.get(), held.file, &held.file_size);
-    if (previous.fence == std::numeric_limits<std::uint64_t>::max())
-      throw ConfigError(fmt::format("lock file {} holds fence {}, the largest there is, so no greater one can be "
-                                    "handed out: check who wrote it",
-                                    path, previous.fence));
-    // The fence is the larger of the stored counter + 1 and the wall clock in
-    // microseconds, so it keeps growing even if the directory is wiped (a
-    // tmpfs at reboot). Only when the counter is ahead of the clock does its
-    // durability matter, so only then is it synced.
-    std::uint64_t fence = previous.fence + 1;
-    std::uint64_t clock = now_unix_us();
-    bool must_sync = fence >= clock;
-    fence = std::max(fence, clock);
+    bool must_sync = false;
+    std::uint64_t fence = next_fence(previous, held.file, must_sync);
     held.record.fence = fence;
     held.record.holder = request.holder;
     held.record.ttl_ms = request.ttl.count();
@@ -387,14 +606,7 @@ private:
     // A fence that is not stored could be handed out again: no lock then.
     if (!write_record(held.fd.get(), held.record, held.file_size) || (must_sync && fdatasync(held.fd.get()) != 0))
       throw file_error(fmt::format("cannot write lock file {}", path), errno);
-    Lease lease;
-    lease.name = request.name;
-    lease.token = random_hex(16);
-    lease.fence = fence;
-    lease.ttl = request.ttl;
-    lease.confirmed_at = sent_at;
-    m_held.emplace(lease.token, std::move(held));
-    return lease;
+    return lease_for(request, std::move(held), fence, sent_at);
   }
 
   LockDir m_dir;

@@ -32,6 +32,7 @@ std::optional<ProcLocksLine> parse_proc_locks_line(const std::string &line) {
   out.inode = static_cast<ino_t>(std::strtoull(end + 1, nullptr, 10));
   out.device = makedev(static_cast<unsigned>(major_number), static_cast<unsigned>(minor_number));
   out.pid = static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10));
+  out.shared = mode == "READ";
   return out;
 }
 
@@ -47,8 +48,10 @@ KernelLocks KernelLocks::read() {
     KernelLockView &view = locks.m_by_inode[{lock->device, lock->inode}];
     if (lock->blocked)
       ++view.waiters;
-    else
+    else {
       view.holders.push_back(lock->pid);
+      view.shared = lock->shared;
+    }
   }
   return locks;
 }

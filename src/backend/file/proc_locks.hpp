@@ -15,11 +15,13 @@ namespace dlock::backend::file {
 struct KernelLockView {
   std::vector<pid_t> holders; // processes that placed a granted lock
   std::size_t waiters = 0;    // blocked requests
+  bool shared = false;        // the granted locks are LOCK_SH (readers)
 };
 
 // One line of /proc/locks that describes a flock(2) lock.
 struct ProcLocksLine {
   bool blocked = false; // a waiting request ("->"), not a granted lock
+  bool shared = false;  // LOCK_SH ("READ"), not LOCK_EX ("WRITE")
   pid_t pid = 0;
   dev_t device = 0;
   ino_t inode = 0;

@@ -1,5 +1,6 @@
 #include "backend/file/record.hpp"
 
+#include "backend/backend.hpp"
 #include "backend/file/lock_dir.hpp"
 #include "core/holder_json.hpp"
 
@@ -21,6 +22,11 @@ bool is_integer(const nlohmann::json &doc, const char *key) {
 
 bool is_string(const nlohmann::json &doc, const char *key) { return !doc.contains(key) || doc[key].is_string(); }
 
+bool holder_fields_valid(const nlohmann::json &doc) {
+  return is_integer(doc, "pid") && is_integer(doc, "since_ms") && is_string(doc, "host") && is_string(doc, "user") &&
+         is_string(doc, "command");
+}
+
 } // namespace
 
 std::string encode_record(const LockRecord &record) {
@@ -31,6 +37,18 @@ std::string encode_record(const LockRecord &record) {
     doc["ttl_ms"] = record.ttl_ms;
     doc["renewed_ms"] = record.renewed_ms;
   }
+  if (!record.readers.empty()) {
+    nlohmann::json readers = nlohmann::json::array();
+    for (const auto &reader : record.readers) {
+      nlohmann::json entry;
+      add_holder(entry, reader.holder);
+      entry["fence"] = reader.fence;
+      if (reader.slot) entry["slot"] = *reader.slot;
+      readers.push_back(std::move(entry));
+    }
+    doc["readers"] = std::move(readers);
+  }
+  if (record.limit > 0) doc["limit"] = record.limit;
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -45,11 +63,29 @@ std::optional<LockRecord> decode_record(const std::string &text) {
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("fence") || !doc["fence"].is_number_unsigned())
     return std::nullopt;
   record.fence = doc["fence"].get<std::uint64_t>();
+  if (doc.contains("readers")) {
+    const auto &readers = doc["readers"];
+    if (!readers.is_array() || readers.size() > max_recorded_readers) return std::nullopt;
+    for (const auto &entry : readers) {
+      if (!entry.is_object() || !entry.contains("fence") || !entry["fence"].is_number_unsigned() ||
+          !entry.contains("pid") || !holder_fields_valid(entry))
+        return std::nullopt;
+      std::optional<HolderInfo> holder = holder_in(entry);
+      if (!holder) return std::nullopt;
+      std::optional<unsigned> slot;
+      if (entry.contains("slot")) {
+        if (!entry["slot"].is_number_unsigned() || entry["slot"].get<std::uint64_t>() >= max_limit) return std::nullopt;
+        slot = entry["slot"].get<unsigned>();
+      }
+      record.readers.push_back({*holder, entry["fence"].get<std::uint64_t>(), slot});
+    }
+  }
+  if (doc.contains("limit")) {
+    if (!doc["limit"].is_number_unsigned() || doc["limit"].get<std::uint64_t>() > max_limit) return std::nullopt;
+    record.limit = doc["limit"].get<unsigned>();
+  }
   if (!doc.contains("pid")) return record;
-  if (!is_integer(doc, "pid") || !is_integer(doc, "since_ms") || !is_integer(doc, "ttl_ms") ||
-      !is_integer(doc, "renewed_ms") || !is_string(doc, "host") || !is_string(doc, "user") ||
-      !is_string(doc, "command"))
-    return std::nullopt;
+  if (!holder_fields_valid(doc) || !is_integer(doc, "ttl_ms") || !is_integer(doc, "renewed_ms")) return std::nullopt;
   record.holder = holder_in(doc);
   if (!record.holder) return std::nullopt;
   record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});

@@ -5,17 +5,34 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dlock::backend::file {
 
 // What a lock file holds: the fence counter, kept across holders, and while
 // held the holder's record. The release token is never stored.
+// The holders of a shared lock or a semaphore (both LOCK_SH on the file)
+// are `readers`, each with its own fence (and a semaphore's with its slot);
+// they update the record one at a time under an OFD lock on the file,
+// which does not interact with flock(2) (file_backend.cpp).
+struct ReaderRecord {
+  HolderInfo holder;
+  std::uint64_t fence = 0;
+  std::optional<unsigned> slot;
+};
+
 struct LockRecord {
   std::uint64_t fence = 0;
   std::optional<HolderInfo> holder;
   std::int64_t ttl_ms = 0;
   std::int64_t renewed_ms = 0; // unix ms of the last renewal (or acquisition)
+  std::vector<ReaderRecord> readers;
+  unsigned limit = 0; // a semaphore's N while it has holders; 0 otherwise
 };
+
+// At most this many readers are recorded (a record stays far below its
+// 64 KiB limit); the kernel still counts every one.
+inline constexpr std::size_t max_recorded_readers = 100;
 
 std::string encode_record(const LockRecord &record);
 // An empty (or all-blank) text is a new lock file: fence 0, no holder.

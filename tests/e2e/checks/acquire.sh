@@ -2,8 +2,11 @@
 # The acquire checks (lib.sh sources this file): its keeper and its --json
 # document.
 
-# Session-bound backends: acquire leaves a keeper process holding the lock.
-keeper_of() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'd["holder"]["pid"]'; }
+# Session-bound backends: acquire leaves a keeper process holding the lock
+# (of a shared lock or a semaphore: the holder with the latest fence).
+keeper_of() {
+  "${DL[@]}" status "$1" --json 2>/dev/null | json 'max(d["holders"], key=lambda h: h["fence"] or 0)["pid"]'
+}
 
 # acquire_bg NAME OPTS...: token=$(dlock acquire NAME OPTS) must return: the
 # keeper may not keep the substitution's pipe open. Sets token and keeper.
