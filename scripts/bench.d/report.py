@@ -29,7 +29,10 @@ BUDGET_ETCD_HANDOVER_RATIO = 1.3
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
+FILE_SHARED = "dlock-shared"
+FILE_LIMIT = "dlock-limit3"
 FLOCK = "flock"
+FLOCK_SHARED = "flock-s"
 REDIS = "dlock-redis"
 ETCDCTL = "etcdctl"
 REDIS_CLI = "redis-cli-sh"
@@ -43,7 +46,8 @@ ETCD = "dlock-etcd"
 
 
 # Cells that are command lines, set in code in Markdown.
-COMMANDS = {"run x -- true", "flock FILE true", "etcdctl lock x true"}
+COMMANDS = {"run x -- true", "flock FILE true", "etcdctl lock x true", "run --shared x -- true",
+            "run --limit 3 x -- true", "flock -s FILE true"}
 
 
 class MachineLoad:
@@ -171,6 +175,12 @@ def file_table(m):
                                        ("hand-over p90", p90, m["hand-over"], None)):
         d, f = pick(data[FILE]), pick(data[FLOCK])
         t.rows.append([metric, ms(d), ms(f), *t.ratio(f"{metric} (file) vs flock", d, f, budget)])
+    for metric, who, other, vs in (("run --shared x -- true", FILE_SHARED, FLOCK_SHARED, "flock -s"),
+                                   ("run --limit 3 x -- true", FILE_LIMIT, FILE, "dlock run x (exclusive)")):
+        d, o = median(m["run"][who]), median(m["run"][other])
+        row = [metric, ms(d), ms(o), *t.ratio(f"{metric} (file) vs {vs}", d, o, None)]
+        row[2] = f"{ms(o)} ({vs})"
+        t.rows.append(row)
     rss = m["rss"][FILE]
     ok = rss < BUDGET_RSS_KIB
     if not ok:
