@@ -48,6 +48,14 @@ capture "${DL[@]}" release s "$wrong"
 "${DL[@]}" release s "$t2" || fail "release of slot token 2 failed"
 is_free s || fail "s is held after both slots were released"
 
+# A slot file planted as a symlink (or another user's file) is refused as
+# the lock file itself would be (78), never followed.
+ln -s /etc/passwd "$LOCKDIR/dlock/p.slot0"
+capture "${DL[@]}" run --limit 1 p -- true
+[ "$rc" = 78 ] || fail "a symlinked slot file: run exited $rc, expected 78"
+assert_one_line_message "a symlinked slot file" "$err"
+[[ $err == *symlink* ]] || fail "the refusal does not say symlink: $err"
+
 # A holder killed with its job: its slot is free at once, the other stays.
 start_job k --limit 2
 is_held k || fail "k is not held while its job runs"
