@@ -29,6 +29,7 @@ Offer offer() {
   auto is = [&](std::initializer_list<std::string_view> schemes) {
     return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
   };
+  if (is({"etcd", "etcds"})) return {.shared = true, .writer_preference = true};
   if (is({"file"})) return {.shared = true, .semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
   return {};
 }

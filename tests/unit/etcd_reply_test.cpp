@@ -129,6 +129,23 @@ TEST_CASE("contenders are the direct children of the lock's prefix, by create re
   CHECK(contenders_in(Json::parse(R"({"kvs":"nope"})"), "dlock/a/").empty());
 }
 
+TEST_CASE("contenders include RWMutex readers and writers, and nothing deeper") {
+  auto kv = [](const std::string &key, int revision) {
+    return R"({"key":")" + base64_encode(key) + R"(","create_revision":")" + std::to_string(revision) + R"("})";
+  };
+  Json range = Json::parse(R"({"kvs":[)" + kv("dlock/a/read/7", 4) + "," + kv("dlock/a/write/1700000000", 3) + "," +
+                           kv("dlock/a/5", 6) + "," + kv("dlock/a/read/", 1) + "," + kv("dlock/a/read/x/y", 2) + "," +
+                           kv("dlock/a/write/b/c", 2) + "]}");
+  auto contenders = contenders_in(range, "dlock/a/");
+  REQUIRE(contenders.size() == 3);
+  CHECK(contenders[0].key == "dlock/a/write/1700000000");
+  CHECK_FALSE(contenders[0].reader);
+  CHECK(contenders[1].key == "dlock/a/read/7");
+  CHECK(contenders[1].reader);
+  CHECK(contenders[2].key == "dlock/a/5");
+  CHECK_FALSE(contenders[2].reader);
+}
+
 TEST_CASE("etcd release tokens are lease IDs in lower-case hex") {
   CHECK(lease_from_token("694d7b0f3a8c1e2") == 0x694d7b0f3a8c1e2);
   CHECK(lease_from_token(lease_hex(-1)) == -1);

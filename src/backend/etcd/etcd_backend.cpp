@@ -10,6 +10,16 @@
 // its lease alive every T/3 meanwhile. The fence is the key's create
 // revision. Renewal = a lease keep-alive plus a check that the key is
 // still there; release = revoking the lease, which deletes the key.
+//
+// A shared holder (--shared) is a reader of etcd's RWMutex recipe
+// (client/v3/experimental/recipes): its key is "NS/NAME/read/<lease id>",
+// and it holds the lock when no writer has a lower create revision; a
+// writer is any other key of the lock (a dlock or concurrency.Mutex key
+// "NS/NAME/<lease>", or an RWMutex writer's "NS/NAME/write/<x>"), and
+// waits, as an exclusive holder always has, for every key before its own,
+// readers included. A waiting reader watches the last writer before it. So
+// a queued writer keeps later readers out, and a Go service's RWMutex
+// readers and writers share the lock with dlock's.
 #include "backend/etcd/etcd_backend.hpp"
 
 #include "backend/etcd/gateway.hpp"
@@ -53,9 +63,9 @@ public:
   explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(gateway_options(config)) {}
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
-    auto id = lease_from_token(lease.token);
-    if (!id) return lost("that is not a token of this backend");
-    const std::string key = key_of(lease.name, *id);
+    auto held = held_by(lease);
+    if (!held) return lost("that is not a token of this backend");
+    const std::string key = held->key;
     const bool watched = m_held && m_held->key == key;
     RenewResult result;
     auto sent = SteadyClock::now();
@@ -90,26 +100,28 @@ public:
   }
 
   ReleaseOutcome release(const Lease &lease) override {
-    auto id = lease_from_token(lease.token);
-    if (!id) return ReleaseOutcome::not_owner;
-    if (m_held && m_held->key == key_of(lease.name, *id)) {
+    auto held = held_by(lease);
+    if (!held) return ReleaseOutcome::not_owner;
+    auto id = std::optional<std::int64_t>(held->lease);
+    if (m_held && m_held->key == held->key) {
       m_held.reset();
       m_watch.stop();
     }
     // The token's lease, in one round trip; only if etcd no longer has it
     // may the key have moved to another lease (renew with another ttl).
     if (revoke(*id)) return ReleaseOutcome::released;
-    auto current = lease_of_key(key_of(lease.name, *id), std::nullopt);
+    auto current = lease_of_key(held->key, std::nullopt);
     if (!current || *current == *id) return ReleaseOutcome::not_owner;
     return revoke(*current) ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
-    auto [status, owner] = inspect(name);
-    if (!owner) return std::nullopt;
+    auto [status, owners] = inspect(name);
+    if (owners.empty()) return std::nullopt;
     // A key whose lease is already gone, or that has none, is deleted.
-    if (owner->lease == 0 || !revoke(owner->lease))
-      m_gateway.call("/v3/kv/deleterange", {{"key", base64_encode(owner->key)}});
+    for (const Contender &owner : owners)
+      if (owner.lease == 0 || !revoke(owner.lease))
+        m_gateway.call("/v3/kv/deleterange", {{"key", base64_encode(owner.key)}});
     return status;
   }
 
@@ -124,8 +136,16 @@ public:
       auto slash = key.rfind('/');
       if (slash == std::string::npos || slash <= head.size()) continue;
       std::string last = key.substr(slash + 1);
-      if (!lease_from_token(last)) continue; // not a lock key
       std::string name = key.substr(head.size(), slash - head.size());
+      // A reader's or an RWMutex writer's key: "NS/NAME/read/<x>".
+      bool grouped = false;
+      for (std::string group : {"/read", "/write"})
+        if (name.size() > group.size() && name.compare(name.size() - group.size(), group.size(), group) == 0) {
+          name.resize(name.size() - group.size());
+          grouped = true;
+          break;
+        }
+      if (!grouped && !lease_from_token(last)) continue; // not a lock key
       // "NS/app/<lease>" lies in the range of prefix "app/" too.
       if (name.rfind(prefix, 0) == 0) names.push_back(std::move(name));
     }
@@ -180,7 +200,24 @@ public:
 
 private:
   std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }
-  std::string key_of(const std::string &name, std::int64_t lease) const { return prefix_of(name) + lease_hex(lease); }
+  std::string key_of(const std::string &name, std::int64_t lease, bool reader) const {
+    return prefix_of(name) + (reader ? "read/" : "") + lease_hex(lease);
+  }
+
+  // The key and lease a token names: "<lease>" an exclusive holder's,
+  // "read-<lease>" a shared one's.
+  struct TokenKey {
+    std::string key;
+    std::int64_t lease = 0;
+  };
+  std::optional<TokenKey> held_by(const Lease &lease) const {
+    std::string_view token = lease.token;
+    bool reader = token.substr(0, k_reader_token.size()) == k_reader_token;
+    if (reader) token.remove_prefix(k_reader_token.size());
+    auto id = lease_from_token(std::string(token));
+    if (!id) return std::nullopt;
+    return TokenKey{key_of(lease.name, *id, reader), *id};
+  }
 
   static long ttl_seconds(Millis ttl) {
     return std::max<long>(1, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
@@ -271,7 +308,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    if (request.mode != HoldMode::exclusive) refuse_mode(request, "etcd", "not offered by this backend yet");
+    if (request.mode == HoldMode::semaphore) refuse_mode(request, "etcd", "not offered by this backend yet");
     Json holder = Json::object();
     add_holder(holder, request.holder);
     const std::string value = base64_encode(holder.dump());
@@ -294,12 +331,13 @@ private:
 
   // Where a contender stands in a lock's queue.
   struct QueuePlace {
-    std::string key; // ours: NS/NAME/<lease id in hex>
+    std::string key; // ours: NS/NAME/<lease id in hex> (a reader's: NS/NAME/read/<lease id>)
     std::int64_t lease = 0;
     Millis ttl{};                           // the lease's, as etcd granted it
     std::int64_t create_revision = 0;       // our key's: the fence once we hold the lock
     SteadyClock::time_point confirmed_at{}; // when the last keep-alive that etcd answered was sent
-    std::optional<Contender> ahead;         // the key just before ours, which we watch; none: the lock is ours
+    bool reader = false;                    // --shared: our key is NS/NAME/read/<lease id in hex>
+    std::optional<Contender> ahead;         // the key we wait for, which we watch; none: the lock is ours
     std::int64_t listed_at = 0;             // the revision of the listing that showed it
   };
 
@@ -313,7 +351,8 @@ private:
     auto granted = grant(request.ttl);
     place.lease = granted.id;
     place.ttl = granted.ttl;
-    place.key = key_of(request.name, place.lease);
+    place.reader = request.mode == HoldMode::shared;
+    place.key = key_of(request.name, place.lease, place.reader);
     Json txn = {
         {"compare", {{{"key", base64_encode(place.key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
         {"success",
@@ -349,15 +388,28 @@ private:
     }
     place.create_revision = mine->create_revision;
     place.listed_at = number_in(object_in(*answer, "header"), "revision");
-    if (mine != contenders.begin()) place.ahead = *std::prev(mine);
+    place.ahead = ahead_of(contenders, mine, place.reader);
     return place;
+  }
+
+  // Whom a contender waits for: an exclusive one (a writer) for the key
+  // just before its own, a reader for the last writer before it; nullopt
+  // when the lock is its.
+  static std::optional<Contender> ahead_of(const std::vector<Contender> &contenders,
+                                           std::vector<Contender>::const_iterator mine, bool reader) {
+    for (auto it = mine; it != contenders.begin();) {
+      --it;
+      if (!reader || !it->reader) return *it;
+    }
+    return std::nullopt;
   }
 
   AcquireResult acquired(const LockRequest &request, const QueuePlace &place) {
     m_held = HeldKey{place.key, place.create_revision + 1};
     Lease out;
     out.name = request.name;
-    out.token = lease_hex(place.lease);
+    out.mode = request.mode;
+    out.token = (place.reader ? std::string(k_reader_token) : std::string()) + lease_hex(place.lease);
     out.fence = static_cast<std::uint64_t>(place.create_revision);
     out.ttl = place.ttl;
     out.confirmed_at = place.confirmed_at;
@@ -416,8 +468,8 @@ private:
     auto mine =
         std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
     if (mine == contenders.end()) return Turn::gone;
-    if (mine == contenders.begin()) return Turn::ours;
-    place.ahead = *std::prev(mine);
+    place.ahead = ahead_of(contenders, mine, place.reader);
+    if (!place.ahead) return Turn::ours;
     place.listed_at = number_in(object_in(*listing, "header"), "revision");
     return Turn::waiting;
   }
@@ -447,31 +499,58 @@ private:
     return true;
   }
 
-  std::pair<LockStatus, std::optional<Contender>> inspect(const std::string &name) {
+  // A lock as seen now, and the keys that hold it: the first key, or the
+  // readers before the first writer.
+  std::pair<LockStatus, std::vector<Contender>> inspect(const std::string &name) {
     std::string prefix = prefix_of(name);
     auto answer = m_gateway.call("/v3/kv/range", range_request(prefix, false));
     auto contenders = contenders_in(*answer, prefix);
     LockStatus status;
     status.name = name;
-    if (contenders.empty()) return {status, std::nullopt};
-    const Contender &owner = contenders.front();
+    if (contenders.empty()) return {status, {}};
     status.held = true;
-    status.fence = static_cast<std::uint64_t>(owner.create_revision);
-    status.waiters = static_cast<std::int64_t>(contenders.size()) - 1;
-    Json doc = Json::parse(owner.value, nullptr, false);
-    if (doc.is_object()) status.holder = holder_in(doc);
-    if (!status.holder)
-      status.detail = "held by a client that is not dlock (etcdctl lock or a Go concurrency.Mutex: no holder record)";
-    if (owner.lease != 0) {
-      try {
-        auto left = m_gateway.call("/v3/lease/timetolive", {{"ID", std::to_string(owner.lease)}});
-        Millis left_for = seconds_in(*left, "TTL");
-        if (left_for.count() >= 0) status.time_left = left_for;
-      } catch (const EtcdError &) {
-        // The lease ended between the two requests.
+    std::vector<Contender> owners;
+    if (!contenders.front().reader) {
+      owners.push_back(contenders.front());
+    } else {
+      status.mode = HoldMode::shared;
+      for (const auto &c : contenders) {
+        if (!c.reader) break;
+        owners.push_back(c);
       }
     }
-    return {status, owner};
+    status.waiters = static_cast<std::int64_t>(contenders.size() - owners.size());
+    status.fence = static_cast<std::uint64_t>(owners.back().create_revision);
+    for (const Contender &owner : owners) {
+      HolderStatus holder;
+      Json doc = Json::parse(owner.value, nullptr, false);
+      if (doc.is_object())
+        if (auto info = holder_in(doc)) holder.info = *info;
+      holder.fence = static_cast<std::uint64_t>(owner.create_revision);
+      holder.time_left = time_left_of(owner.lease);
+      if (holder.info.pid == 0 && holder.info.host.empty())
+        status.detail = "held by a client that is not dlock (etcdctl lock or a Go concurrency.Mutex or RWMutex: no "
+                        "holder record)";
+      if (status.mode == HoldMode::exclusive) {
+        if (doc.is_object()) status.holder = holder_in(doc);
+        status.time_left = holder.time_left;
+      } else {
+        status.holders.push_back(std::move(holder));
+      }
+    }
+    return {status, owners};
+  }
+
+  std::optional<Millis> time_left_of(std::int64_t lease) {
+    if (lease == 0) return std::nullopt;
+    try {
+      auto left = m_gateway.call("/v3/lease/timetolive", {{"ID", std::to_string(lease)}});
+      Millis left_for = seconds_in(*left, "TTL");
+      if (left_for.count() >= 0) return left_for;
+    } catch (const EtcdError &) {
+      // The lease ended between the two requests.
+    }
+    return std::nullopt;
   }
 
   // The held-key watch: a holder watches its own key, so that a lease

@@ -170,7 +170,15 @@ std::vector<Contender> contenders_in(const Json &range, const std::string &prefi
   for (const auto &kv : array_in(range, "kvs")) {
     Contender c;
     c.key = base64_decode(string_in(kv, "key"));
-    if (c.key.rfind(prefix, 0) != 0 || c.key.find('/', prefix.size()) != std::string::npos) continue;
+    if (c.key.rfind(prefix, 0) != 0) continue;
+    std::string_view rest = std::string_view(c.key).substr(prefix.size());
+    for (std::string_view group : {"read/", "write/"})
+      if (rest.substr(0, group.size()) == group && rest.size() > group.size()) {
+        c.reader = group == "read/";
+        rest.remove_prefix(group.size());
+        break;
+      }
+    if (rest.empty() || rest.find('/') != std::string_view::npos) continue;
     c.create_revision = number_in(kv, "create_revision");
     c.lease = number_in(kv, "lease");
     c.value = base64_decode(string_in(kv, "value"));

@@ -66,15 +66,23 @@ WatchLine parse_watch_line(std::string_view line);
 std::string lease_hex(std::int64_t lease);
 std::optional<std::int64_t> lease_from_token(const std::string &token);
 
+// A shared holder's token: "read-" and its lease ID in hex, its key
+// "NS/NAME/read/<lease id in hex>".
+inline constexpr std::string_view k_reader_token = "read-";
+
 // A key under a lock's prefix, as a range answer lists it.
 struct Contender {
   std::string key;
   std::int64_t create_revision = 0;
   std::int64_t lease = 0;
   std::string value;
+  bool reader = false; // "PREFIX/read/X": a shared holder (etcd's RWMutex recipe)
 };
-// The keys of one lock: the direct children of its prefix ("NS/a/x" and
-// "NS/a/b/x" belong to locks "a" and "a/b"), by create revision.
+// The keys of one lock, by create revision: the direct children of its
+// prefix ("NS/a/x" and "NS/a/b/x" belong to locks "a" and "a/b"), which is
+// concurrency.Mutex's layout, and the children of "PREFIX/read/" and
+// "PREFIX/write/", recipes.RWMutex's readers and writers. (So "NS/a/read/x"
+// is a reader of "a", never the holder of a lock named "a/read".)
 std::vector<Contender> contenders_in(const Json &range, const std::string &prefix);
 
 } // namespace dlock::backend::etcd
