@@ -128,14 +128,21 @@ wait_for 10 test -s "$tmp/runs/consumer" || fail "leader.service: the first copy
 env DLOCK_BACKEND="file://$tmp/locks" sh -c "exec $leader_cmd" >"$tmp/l2.out" 2>&1 &
 leader2=$!
 pids+=("$leader2")
-sleep 0.3 # the second copy is waiting for the lock: nothing to wait for but time
+# The second copy waits for the lock: the kernel lists its blocked flock.
+has_waiter() {
+  "$DLOCK_BIN" -b "file://$tmp/locks" status queue-consumer --json 2>/dev/null |
+    /usr/bin/python3 -c 'import json,sys; sys.exit(0 if (json.load(sys.stdin).get("waiters") or 0) >= 1 else 1)'
+}
+wait_for 10 has_waiter || fail "leader.service: the second copy never waited for the lock: $(cat "$tmp/l2.out")"
 [ "$(wc -l <"$tmp/runs/consumer")" = 1 ] || fail "leader.service: two services run at once"
 gone "$leader2" && fail "leader.service: the waiting copy exited: $(cat "$tmp/l2.out")"
 kill -TERM "$leader1"
 rc=0
 wait "$leader1" || rc=$?
 [ "$rc" = 143 ] || fail "leader.service: the stopped leader exited $rc, expected 143: $(cat "$tmp/l1.out")"
-wait_for 10 test "$(wc -l <"$tmp/runs/consumer")" = 2 ||
+# (the count is read at each try, not once when wait_for is called)
+consumer_runs() { [ "$(wc -l <"$tmp/runs/consumer")" = "$1" ]; }
+wait_for 10 consumer_runs 2 ||
   fail "leader.service: the waiting copy did not take over: $(cat "$tmp/l2.out")"
 touch "$tmp/release-consumer"
 wait "$leader2" || fail "leader.service: the second leader exited $?: $(cat "$tmp/l2.out")"
