@@ -1,5 +1,5 @@
 // The Redis semaphore's client side: its tokens say what they are, and the
-// status script's reply becomes one HolderStatus per live slot.
+// status script's reply becomes one HolderStatus per live slot, numbered.
 #include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
 #include "core/error.hpp"
@@ -34,9 +34,9 @@ Reply array(std::vector<Reply> elements) {
   return reply;
 }
 
-Reply fields(const std::string &pid, const std::string &fence) {
+Reply fields(const std::string &pid, const std::string &fence, const std::string &slot = "") {
   return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),
-                text("since"), text("1796292313647"), text("fence"), text(fence)});
+                text("since"), text("1796292313647"), text("fence"), text(fence), text("slot"), text(slot)});
 }
 
 // The status script's reply for a name nobody holds exclusively.
@@ -65,9 +65,9 @@ TEST_CASE("a semaphore token says so, and is neither an exclusive lock's nor a k
   CHECK_FALSE(runner::is_keeper_token(token));
 }
 
-TEST_CASE("a semaphore's status lists each live slot with its holder, fence and time left") {
-  LockStatus status =
-      read(semaphore_reply({array({text("1500"), fields("10", "42")}), array({text("29000"), fields("11", "43")})}));
+TEST_CASE("a semaphore's status lists each live slot with its number, holder, fence and time left") {
+  LockStatus status = read(semaphore_reply(
+      {array({text("1500"), fields("10", "42", "2")}), array({text("29000"), fields("11", "43", "0")})}));
   CHECK(status.held);
   CHECK(status.mode == HoldMode::semaphore);
   REQUIRE(status.limit);
@@ -82,8 +82,9 @@ TEST_CASE("a semaphore's status lists each live slot with its holder, fence and 
   CHECK(status.holders[0].info.command == "job");
   CHECK(status.holders[0].fence == 42u);
   CHECK(status.holders[0].time_left == Millis(1500));
-  CHECK_FALSE(status.holders[0].slot);
+  CHECK(status.holders[0].slot == 2u);
   CHECK(status.holders[1].fence == 43u);
+  CHECK(status.holders[1].slot == 0u);
 }
 
 TEST_CASE("a semaphore without live slots is free, with the name's last fence") {
@@ -112,5 +113,7 @@ TEST_CASE("a garbled slot in a semaphore's status is an error, not a holder") {
   LockStatus status = read(reply);
   CHECK(status.held);
   CHECK_FALSE(status.limit);
-  CHECK(status.holders.size() == 1);
+  REQUIRE(status.holders.size() == 1);
+  // So is a slot that is not a number.
+  CHECK_FALSE(status.holders[0].slot);
 }

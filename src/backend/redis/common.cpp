@@ -66,6 +66,11 @@ void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &ke
     holder.info = holder_from(entry.elements[1]);
     holder.fence = fence_from(entry.elements[1]);
     if (auto left = to_integer(entry.elements[0].str); left && *left >= 0) holder.time_left = Millis(*left);
+    const Reply &values = entry.elements[1];
+    for (std::size_t i = 0; i + 1 < values.elements.size(); i += 2)
+      if (values.elements[i].str == "slot")
+        if (auto slot = to_integer(values.elements[i + 1].str); slot && *slot >= 0 && *slot < max_limit)
+          holder.slot = static_cast<unsigned>(*slot);
     status.holders.push_back(std::move(holder));
   }
 }

@@ -46,7 +46,8 @@ bool is_semaphore_token(std::string_view token);
 // Fills in a semaphore's part of the status script's reply (run with
 // semaphore_command()): {..., N or '', {{pttl, holder fields}, ...}}. A
 // name with live holders is held as a semaphore of N, one HolderStatus
-// each; its fence and time left are theirs, not the name's.
+// each (with its slot number); its fence and time left are theirs, not
+// the name's.
 void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &keys);
 
 std::optional<long long> to_integer(std::string_view text);

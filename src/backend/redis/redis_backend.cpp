@@ -336,7 +336,12 @@ private:
     Attempt attempt;
     auto sent_at = SteadyClock::now();
     Reply reply = checked(main().call_formatted(command.bytes));
-    if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+    // {code, value}, and a semaphore's grant {1, fence, slot}: nothing
+    // else (a reply of another request) is taken for busy or granted.
+    bool granted_slot = request.mode == HoldMode::semaphore && reply.type == Reply::Type::array &&
+                        !reply.elements.empty() && reply.elements[0].integer == 1;
+    if (reply.type != Reply::Type::array || reply.elements.size() != (granted_slot ? 3u : 2u) ||
+        reply.elements[0].type != Reply::Type::integer)
       throw UnavailableError(fmt::format("{}: unexpected reply to the acquire script", m_label));
     if (reply.elements[0].integer == 2 || reply.elements[0].integer == 3) refuse_held_otherwise(request, reply);
     if (reply.elements[0].integer != 1) {
@@ -363,6 +368,9 @@ private:
     lease.confirmed_at = sent_at;
     lease.mode = request.mode;
     lease.limit = request.limit;
+    if (granted_slot)
+      if (auto slot = to_integer(reply.elements[2].str); slot && *slot >= 0 && *slot < request.limit)
+        lease.slot = static_cast<unsigned>(*slot);
     attempt.lease = std::move(lease);
     return attempt;
   }

@@ -12,8 +12,9 @@
 // its token, so the token never rests on the server), scored by the
 // server's time in ms at which its lease ends; KEYS[5] the semaphore's
 // record (hash): `limit` = N, and per member M the fields M:host, M:pid,
-// M:user, M:command, M:since, M:fence and M:ttl (its length). Both expire
-// with the last lease of the set.
+// M:user, M:command, M:since, M:fence, M:ttl (its length) and M:slot (its
+// number, 0..N-1, unique among the live members). Both expire with the
+// last lease of the set.
 
 #include <string>
 
@@ -88,7 +89,7 @@ return result
 
 // One consistent view: {pttl, holder fields, last fence}; pttl is -2 when
 // the lock is free. With semaphore_command() also the semaphore's: {...,
-// N or '', {{pttl, holder fields}, ...}} of its live holders.
+// N or '', {{pttl, holder fields and slot}, ...}} of its live holders.
 inline constexpr const char *status_body = R"lua(
 local result = {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[3]) or ''}
 if KEYS[4] then
@@ -99,10 +100,10 @@ if KEYS[4] then
   for i = 1, #live, 2 do
     local m = live[i]
     local v = redis.call('HMGET', KEYS[5], m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since',
-                         m .. ':fence')
+                         m .. ':fence', m .. ':slot')
     holders[#holders + 1] = {string.format('%.0f', tonumber(live[i + 1]) - now),
                              {'host', v[1] or '', 'pid', v[2] or '', 'user', v[3] or '', 'command', v[4] or '',
-                              'since', v[5] or '', 'fence', v[6] or ''}}
+                              'since', v[5] or '', 'fence', v[6] or '', 'slot', v[7] or ''}}
   end
   result[4] = redis.call('HGET', KEYS[5], 'limit') or ''
   result[5] = holders
@@ -175,7 +176,7 @@ local now = math.floor(micros / 1000)
 local function num(x) return string.format('%.0f', x) end
 local function forget(m)
   redis.call('HDEL', KEYS[5], m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
-             m .. ':ttl')
+             m .. ':ttl', m .. ':slot')
 end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', num(now))
 for _, m in ipairs(expired) do forget(m) end
@@ -192,9 +193,10 @@ local function expire_all()
 end
 )lua";
 
-// ARGV: token, ttl ms, N, host, pid, user, command. {1, fence} when taken
-// (again, with its fence, if this token already holds a slot: a retry
-// whose answer was lost), {0, ms until the first lease ends} when all N
+// ARGV: token, ttl ms, N, host, pid, user, command. {1, fence, slot} when
+// taken (again, with its fence and slot, if this token already holds one:
+// a retry whose answer was lost), the lowest slot number no live member
+// has; {0, ms until the first lease ends} when all N
 // slots are held, {2, N held} when live holders hold it with another N,
 // {3, pttl} when it is held as an exclusive lock. The fence comes from the
 // name's one counter, as the exclusive lock's.
@@ -209,20 +211,28 @@ if redis.call('ZSCORE', KEYS[4], member) then
   redis.call('ZADD', KEYS[4], score, member)
   redis.call('HSET', KEYS[5], member .. ':ttl', ARGV[2])
   expire_all()
-  return {1, redis.call('HGET', KEYS[5], member .. ':fence') or '0'}
+  local held = redis.call('HMGET', KEYS[5], member .. ':fence', member .. ':slot')
+  return {1, held[1] or '0', held[2] or ''}
 end
 if count >= tonumber(ARGV[3]) then
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   return {0, math.max(tonumber(first[2]) - now, 1)}
 end
+local used = {}
+for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  local taken = tonumber(redis.call('HGET', KEYS[5], m .. ':slot'))
+  if taken then used[taken] = true end
+end
+local slot = 0
+while used[slot] do slot = slot + 1 end
 local fence = num(math.max((tonumber(redis.call('GET', KEYS[3])) or 0) + 1, micros))
 redis.call('SET', KEYS[3], fence)
 redis.call('ZADD', KEYS[4], score, member)
 redis.call('HSET', KEYS[5], 'limit', ARGV[3], member .. ':host', ARGV[4], member .. ':pid', ARGV[5],
            member .. ':user', ARGV[6], member .. ':command', ARGV[7], member .. ':since', num(now),
-           member .. ':fence', fence, member .. ':ttl', ARGV[2])
+           member .. ':fence', fence, member .. ':ttl', ARGV[2], member .. ':slot', num(slot))
 expire_all()
-return {1, fence}
+return {1, fence, num(slot)}
 )lua";
 
 // ARGV: token, ttl ms (0: the slot's own length), fallback ms (a slot
