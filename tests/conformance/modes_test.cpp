@@ -29,7 +29,7 @@ Offer offer() {
   auto is = [&](std::initializer_list<std::string_view> schemes) {
     return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
   };
-  if (is({"redis", "rediss", "redis+unix"}))
+  if (is({"redis", "rediss", "redis+unix", "redis-sentinel"}))
     return {.semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
   return {};
 }
