@@ -31,6 +31,8 @@ Offer offer() {
   };
   if (is({"etcd", "etcds"})) return {.shared = true, .writer_preference = true};
   if (is({"file"})) return {.shared = true, .semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
+  if (is({"redis", "rediss", "redis+unix", "redis-sentinel"}))
+    return {.semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
   return {};
 }
 

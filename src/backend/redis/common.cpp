@@ -22,13 +22,57 @@ std::string tag_head(const std::string &lock_namespace) {
 
 Keys keys_for(const std::string &lock_namespace, const std::string &name) {
   std::string tag = tag_head(lock_namespace) + name + "}";
-  return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released"};
+  return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released", tag + ":sem", tag + ":sem-info"};
 }
 
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
   std::vector<std::string> command = {"EVAL", script, "3", keys.lock, keys.info, keys.fence};
   command.insert(command.end(), args);
   return command;
+}
+
+std::vector<std::string> semaphore_command(const std::string &script, const Keys &keys,
+                                           std::initializer_list<std::string> args) {
+  std::vector<std::string> command = {
+      "EVAL", script, "5", keys.lock, keys.info, keys.fence, keys.semaphore, keys.semaphore_info};
+  command.insert(command.end(), args);
+  return command;
+}
+
+std::string new_semaphore_token() { return std::string(k_semaphore_token_prefix) + random_hex(16); }
+
+bool is_semaphore_token(std::string_view token) {
+  return token.size() > k_semaphore_token_prefix.size() &&
+         token.compare(0, k_semaphore_token_prefix.size(), k_semaphore_token_prefix) == 0;
+}
+
+void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &keys) {
+  if (status.held || reply.elements.size() < 5 || reply.elements[4].type != Reply::Type::array ||
+      reply.elements[4].elements.empty())
+    return;
+  status.held = true;
+  status.mode = HoldMode::semaphore;
+  status.detail = fmt::format("key {}", keys.semaphore);
+  if (auto limit = to_integer(reply.elements[3].str); limit && *limit > 0 && *limit <= max_limit)
+    status.limit = static_cast<unsigned>(*limit);
+  // The name's last fence is no holder's; each holder has its own.
+  status.fence.reset();
+  status.time_left.reset();
+  for (const Reply &entry : reply.elements[4].elements) {
+    if (entry.type != Reply::Type::array || entry.elements.size() != 2 || entry.elements[1].type != Reply::Type::array)
+      throw UnavailableError(fmt::format("unexpected reply about semaphore '{}' ({}): not a server dlock can talk to",
+                                         status.name, keys.semaphore));
+    HolderStatus holder;
+    holder.info = holder_from(entry.elements[1]);
+    holder.fence = fence_from(entry.elements[1]);
+    if (auto left = to_integer(entry.elements[0].str); left && *left >= 0) holder.time_left = Millis(*left);
+    const Reply &values = entry.elements[1];
+    for (std::size_t i = 0; i + 1 < values.elements.size(); i += 2)
+      if (values.elements[i].str == "slot")
+        if (auto slot = to_integer(values.elements[i + 1].str); slot && *slot >= 0 && *slot < max_limit)
+          holder.slot = static_cast<unsigned>(*slot);
+    status.holders.push_back(std::move(holder));
+  }
 }
 
 std::optional<long long> to_integer(std::string_view text) {

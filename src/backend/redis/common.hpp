@@ -17,9 +17,11 @@ namespace dlock::backend::redis {
 
 constexpr int k_default_port = 6379;
 
-// The keys of one lock; all share the hash tag {NS:NAME}.
+// The keys of one lock; all share the hash tag {NS:NAME}. `semaphore`
+// and `semaphore_info` (`{NS:NAME}:sem`, `{NS:NAME}:sem-info`) hold a
+// semaphore (--limit N) on the single-server backend (scripts.hpp).
 struct Keys {
-  std::string lock, info, fence, channel;
+  std::string lock, info, fence, channel, semaphore, semaphore_info;
 };
 
 // "{NS:": the start of every key of a namespace. A ':' in the namespace is
@@ -30,6 +32,23 @@ Keys keys_for(const std::string &lock_namespace, const std::string &name);
 
 // EVAL of one of the scripts in scripts.hpp on a lock's three keys.
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args);
+// The same on all five keys, the semaphore's too.
+std::vector<std::string> semaphore_command(const std::string &script, const Keys &keys,
+                                           std::initializer_list<std::string> args);
+
+// A semaphore's release token says so, so that renew and release of a
+// lease rebuilt from (name, token) know the layout: "sem-" and 32 hex
+// digits (an exclusive lock's is hex digits only).
+inline constexpr std::string_view k_semaphore_token_prefix = "sem-";
+std::string new_semaphore_token();
+bool is_semaphore_token(std::string_view token);
+
+// Fills in a semaphore's part of the status script's reply (run with
+// semaphore_command()): {..., N or '', {{pttl, holder fields}, ...}}. A
+// name with live holders is held as a semaphore of N, one HolderStatus
+// each (with its slot number); its fence and time left are theirs, not
+// the name's.
+void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &keys);
 
 std::optional<long long> to_integer(std::string_view text);
 int parse_db(std::string_view text, const std::string &url);

@@ -74,7 +74,7 @@ public:
   }
 
   AcquireResult try_acquire(const LockRequest &request) override {
-    if (request.mode != HoldMode::exclusive) refuse_mode(request, "redis", "not offered by this backend yet");
+    if (request.mode == HoldMode::shared) refuse_mode(request, "redis", "not offered by this backend yet");
     Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name)));
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
@@ -82,7 +82,7 @@ public:
 
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
-    if (request.mode != HoldMode::exclusive) refuse_mode(request, "redis", "not offered by this backend yet");
+    if (request.mode == HoldMode::shared) refuse_mode(request, "redis", "not offered by this backend yet");
     Keys keys = keys_for(request.name);
     // A free lock costs no subscription. Otherwise every attempt that may
     // be followed by a wait is made while subscribed: a release published
@@ -150,7 +150,13 @@ public:
     Keys keys = keys_for(lease.name);
     RenewResult result;
     result.sent_at = SteadyClock::now();
-    Reply reply = checked(main().pipeline({renew_command(keys, lease.token, ttl)}, answer_by)[0]);
+    std::vector<std::string> command =
+        is_semaphore_token(lease.token)
+            ? semaphore_command(lua::semaphore::renew, keys,
+                                {lease.token, std::to_string(std::max(ttl, Millis(0)).count()),
+                                 std::to_string(k_unrecorded_length.count())})
+            : renew_command(keys, lease.token, ttl);
+    Reply reply = checked(main().pipeline({command}, answer_by)[0]);
     std::optional<RenewReply> renewed = read_renew_reply(reply);
     if (!renewed) throw UnavailableError(fmt::format("{}: unexpected reply to the renew script", m_label));
     if (renewed->renewed_for) {
@@ -172,8 +178,7 @@ public:
   }
 
   ReleaseOutcome release(const Lease &lease) override {
-    Keys keys = keys_for(lease.name);
-    Reply reply = run_script(lua::release, keys, {lease.token, keys.channel});
+    Reply reply = checked(main().call_formatted(release_command(lease.name, lease.token)));
     return reply.expect_integer(m_label, "the release script") == 1 ? ReleaseOutcome::released
                                                                     : ReleaseOutcome::not_owner;
   }
@@ -181,16 +186,20 @@ public:
   std::optional<LockStatus> force_release(const std::string &name) override {
     Keys keys = keys_for(name);
     Reply reply = run_script(lua::force_release, keys, {keys.channel});
+    if (!reply.is_nil()) return status_from(name, reply, keys);
+    // Not held as an exclusive lock: maybe as a semaphore, every slot of
+    // which is broken.
+    reply = checked(main().pipeline({semaphore_command(lua::semaphore::force_release, keys, {keys.channel})})[0]);
     if (reply.is_nil()) return std::nullopt;
-    return status_from(name, reply, keys);
+    return lock_status(name, reply, keys);
   }
 
   LockStatus status(const std::string &name) override {
     Keys keys = keys_for(name);
     check_master();
     std::vector<Reply> replies =
-        main().pipeline({script_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
-    LockStatus status = status_from(name, checked(replies[0]), keys);
+        main().pipeline({semaphore_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
+    LockStatus status = lock_status(name, checked(replies[0]), keys);
     const Reply &numsub = replies[1];
     if (numsub.type == Reply::Type::array && numsub.elements.size() == 2) status.waiters = numsub.elements[1].integer;
     return status;
@@ -199,19 +208,21 @@ public:
   std::vector<LockStatus> list(const std::string &prefix) override {
     check_master();
     std::string head = tag_head();
-    std::string tail = "}:lock";
-    std::string pattern = glob_escape(head + prefix) + "*" + tail;
     std::vector<std::string> names;
-    std::string cursor = "0";
-    do {
-      Reply reply = checked(main().call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
-      if (reply.type != Reply::Type::array || reply.elements.size() != 2)
-        throw UnavailableError(fmt::format("{}: unexpected reply to SCAN", m_label));
-      cursor = reply.elements[0].str;
-      for (const Reply &key : reply.elements[1].elements)
-        if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0)
-          names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
-    } while (cursor != "0");
+    // An exclusive lock has its lock key, a semaphore its sorted set.
+    for (std::string tail : {"}:lock", "}:sem"}) {
+      std::string pattern = glob_escape(head + prefix) + "*" + tail;
+      std::string cursor = "0";
+      do {
+        Reply reply = checked(main().call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}));
+        if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+          throw UnavailableError(fmt::format("{}: unexpected reply to SCAN", m_label));
+        cursor = reply.elements[0].str;
+        for (const Reply &key : reply.elements[1].elements)
+          if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0)
+            names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
+      } while (cursor != "0");
+    }
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
 
@@ -223,14 +234,14 @@ public:
       std::vector<std::string> numsub = {"PUBSUB", "NUMSUB"};
       for (std::size_t i = first; i < last; ++i) {
         Keys keys = keys_for(names[i]);
-        commands.push_back(script_command(lua::status, keys, {}));
+        commands.push_back(semaphore_command(lua::status, keys, {}));
         numsub.push_back(keys.channel);
       }
       commands.push_back(numsub);
       std::vector<Reply> replies = main().pipeline(commands);
       const Reply &counts = replies.back();
       for (std::size_t i = first; i < last; ++i) {
-        LockStatus status = status_from(names[i], checked(replies[i - first]), keys_for(names[i]));
+        LockStatus status = lock_status(names[i], checked(replies[i - first]), keys_for(names[i]));
         std::size_t at = 2 * (i - first) + 1;
         if (counts.type == Reply::Type::array && at < counts.elements.size())
           status.waiters = counts.elements[at].integer;
@@ -296,20 +307,43 @@ private:
   };
 
   AcquireCommand acquire_command(const LockRequest &request, const Keys &keys) const {
+    const HolderInfo &holder = request.holder;
+    if (request.mode == HoldMode::semaphore) {
+      AcquireCommand command{new_semaphore_token(), {}};
+      append_command(command.bytes, semaphore_command(lua::semaphore::acquire, keys,
+                                                      {command.token, std::to_string(request.ttl.count()),
+                                                       std::to_string(request.limit), holder.host,
+                                                       std::to_string(holder.pid), holder.user, holder.command}));
+      return command;
+    }
     AcquireCommand command{random_hex(16), {}};
-    append_command(command.bytes,
-                   script_command(lua::acquire, keys,
-                                  {command.token, std::to_string(request.ttl.count()), request.holder.host,
-                                   std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
+    append_command(command.bytes, semaphore_command(lua::acquire, keys,
+                                                    {command.token, std::to_string(request.ttl.count()), holder.host,
+                                                     std::to_string(holder.pid), holder.user, holder.command}));
     return command;
+  }
+
+  // The acquire scripts' refusals: the name is held in another mode or
+  // with another limit (78, never a wait that cannot end).
+  [[noreturn]] static void refuse_held_otherwise(const LockRequest &request, const Reply &reply) {
+    const Reply &what = reply.elements[1];
+    if (reply.elements[0].integer == 3) refuse_mode(request, "redis", "it is held as an exclusive lock");
+    std::string limit = what.type == Reply::Type::integer ? std::to_string(what.integer) : what.str;
+    refuse_mode(request, "redis", fmt::format("it is held as a semaphore of {} (--limit {})", limit, limit));
   }
 
   Attempt attempt_once(const LockRequest &request, const AcquireCommand &command) {
     Attempt attempt;
     auto sent_at = SteadyClock::now();
     Reply reply = checked(main().call_formatted(command.bytes));
-    if (reply.type != Reply::Type::array || reply.elements.size() != 2)
+    // {code, value}, and a semaphore's grant {1, fence, slot}: nothing
+    // else (a reply of another request) is taken for busy or granted.
+    bool granted_slot = request.mode == HoldMode::semaphore && reply.type == Reply::Type::array &&
+                        !reply.elements.empty() && reply.elements[0].integer == 1;
+    if (reply.type != Reply::Type::array || reply.elements.size() != (granted_slot ? 3u : 2u) ||
+        reply.elements[0].type != Reply::Type::integer)
       throw UnavailableError(fmt::format("{}: unexpected reply to the acquire script", m_label));
+    if (reply.elements[0].integer == 2 || reply.elements[0].integer == 3) refuse_held_otherwise(request, reply);
     if (reply.elements[0].integer != 1) {
       attempt.holder_pttl = reply.elements[1].integer;
       return attempt;
@@ -332,6 +366,11 @@ private:
     lease.fence = static_cast<std::uint64_t>(to_integer(reply.elements[1].str).value_or(0));
     lease.ttl = request.ttl;
     lease.confirmed_at = sent_at;
+    lease.mode = request.mode;
+    lease.limit = request.limit;
+    if (granted_slot)
+      if (auto slot = to_integer(reply.elements[2].str); slot && *slot >= 0 && *slot < request.limit)
+        lease.slot = static_cast<unsigned>(*slot);
     attempt.lease = std::move(lease);
     return attempt;
   }
@@ -352,11 +391,22 @@ private:
     return check_reply(std::move(reply), m_label);
   }
 
+  // The release of an exclusive lock or of a semaphore's slot: the token
+  // says which.
   std::string release_command(const std::string &name, const std::string &token) const {
     Keys keys = keys_for(name);
     std::string bytes;
-    append_command(bytes, script_command(lua::release, keys, {token, keys.channel}));
+    append_command(bytes, is_semaphore_token(token)
+                              ? semaphore_command(lua::semaphore::release, keys, {token, keys.channel})
+                              : script_command(lua::release, keys, {token, keys.channel}));
     return bytes;
+  }
+
+  // A lock as the status script (on all five keys) sees it.
+  static LockStatus lock_status(const std::string &name, const Reply &reply, const Keys &keys) {
+    LockStatus status = status_from(name, reply, keys);
+    add_semaphore_status(status, reply, keys);
+    return status;
   }
 
   // Under Sentinel: drops the connection, so that the next request asks

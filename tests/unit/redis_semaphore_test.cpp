@@ -1,0 +1,119 @@
+// The Redis semaphore's client side: its tokens say what they are, and the
+// status script's reply becomes one HolderStatus per live slot, numbered.
+#include "backend/redis/common.hpp"
+#include "backend/redis/resp.hpp"
+#include "core/error.hpp"
+#include "runner/keeper.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace dlock;
+using namespace dlock::backend;
+using namespace dlock::backend::redis;
+
+namespace {
+
+Reply integer(long long value) {
+  Reply reply;
+  reply.type = Reply::Type::integer;
+  reply.integer = value;
+  return reply;
+}
+
+Reply text(std::string value) {
+  Reply reply;
+  reply.type = Reply::Type::string;
+  reply.str = std::move(value);
+  return reply;
+}
+
+Reply array(std::vector<Reply> elements) {
+  Reply reply;
+  reply.type = Reply::Type::array;
+  reply.elements = std::move(elements);
+  return reply;
+}
+
+Reply fields(const std::string &pid, const std::string &fence, const std::string &slot = "") {
+  return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),
+                text("since"), text("1796292313647"), text("fence"), text(fence), text("slot"), text(slot)});
+}
+
+// The status script's reply for a name nobody holds exclusively.
+Reply semaphore_reply(std::vector<Reply> holders) {
+  return array({integer(-2), array({}), text("41"), text("3"), array(std::move(holders))});
+}
+
+LockStatus read(const Reply &reply) {
+  Keys keys = keys_for("dlock", "sem");
+  LockStatus status = status_from("sem", reply, keys);
+  add_semaphore_status(status, reply, keys);
+  return status;
+}
+
+} // namespace
+
+TEST_CASE("a semaphore token says so, and is neither an exclusive lock's nor a keeper's") {
+  std::string token = new_semaphore_token();
+  CHECK(token.rfind("sem-", 0) == 0);
+  CHECK(token.size() == 4 + 32);
+  CHECK(is_semaphore_token(token));
+  CHECK(new_semaphore_token() != token);
+  CHECK_FALSE(is_semaphore_token(random_hex(16)));
+  CHECK_FALSE(is_semaphore_token("sem-"));
+  CHECK_FALSE(is_semaphore_token("not-the-token"));
+  CHECK_FALSE(runner::is_keeper_token(token));
+}
+
+TEST_CASE("a semaphore's status lists each live slot with its number, holder, fence and time left") {
+  LockStatus status = read(semaphore_reply(
+      {array({text("1500"), fields("10", "42", "2")}), array({text("29000"), fields("11", "43", "0")})}));
+  CHECK(status.held);
+  CHECK(status.mode == HoldMode::semaphore);
+  REQUIRE(status.limit);
+  CHECK(*status.limit == 3);
+  // The name's last fence is no holder's: each has its own.
+  CHECK_FALSE(status.fence);
+  CHECK_FALSE(status.holder);
+  CHECK_FALSE(status.time_left);
+  CHECK(status.detail == "key {dlock:sem}:sem");
+  REQUIRE(status.holders.size() == 2);
+  CHECK(status.holders[0].info.pid == 10);
+  CHECK(status.holders[0].info.command == "job");
+  CHECK(status.holders[0].fence == 42u);
+  CHECK(status.holders[0].time_left == Millis(1500));
+  CHECK(status.holders[0].slot == 2u);
+  CHECK(status.holders[1].fence == 43u);
+  CHECK(status.holders[1].slot == 0u);
+}
+
+TEST_CASE("a semaphore without live slots is free, with the name's last fence") {
+  LockStatus status = read(semaphore_reply({}));
+  CHECK_FALSE(status.held);
+  CHECK(status.mode == HoldMode::exclusive);
+  CHECK(status.fence == 41u);
+  CHECK(status.holders.empty());
+}
+
+TEST_CASE("an exclusive holder's status is not mistaken for a semaphore's") {
+  Reply reply = array({integer(900), fields("7", "44"), text("44"), text(""), array({})});
+  LockStatus status = read(reply);
+  CHECK(status.held);
+  CHECK(status.mode == HoldMode::exclusive);
+  REQUIRE(status.holder);
+  CHECK(status.holder->pid == 7);
+  CHECK(status.time_left == Millis(900));
+}
+
+TEST_CASE("a garbled slot in a semaphore's status is an error, not a holder") {
+  CHECK_THROWS_AS(read(semaphore_reply({text("1500")})), UnavailableError);
+  CHECK_THROWS_AS(read(semaphore_reply({array({text("1500")})})), UnavailableError);
+  // A limit that is not one is left out, the holders still listed.
+  Reply reply = array({integer(-2), array({}), text(""), text("many"), array({array({text("5"), fields("1", "2")})})});
+  LockStatus status = read(reply);
+  CHECK(status.held);
+  CHECK_FALSE(status.limit);
+  REQUIRE(status.holders.size() == 1);
+  // So is a slot that is not a number.
+  CHECK_FALSE(status.holders[0].slot);
+}
