@@ -29,7 +29,15 @@ Offer offer() {
   auto is = [&](std::initializer_list<std::string_view> schemes) {
     return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
   };
-  (void)is;
+  // PostgreSQL: pg_advisory_lock_shared on the name's key; slots are keys
+  // of their own. Its lock manager queues a new shared request behind a
+  // waiting exclusive one.
+  if (is({"postgres", "postgresql"}))
+    return {.shared = true,
+            .semaphore = true,
+            .writer_preference = true,
+            .detects_mixed_limits = true,
+            .numbers_slots = true};
   return {};
 }
 
