@@ -45,6 +45,10 @@ std::string note_comment(const nlohmann::json &note) {
   return " /* dlock " + text + " */";
 }
 
+// The note of a long statement goes first: pg_stat_activity keeps only the
+// first track_activity_query_size bytes (1 kB by default) of a statement.
+std::string note_first(const std::string &comment) { return comment.substr(1); }
+
 // The columns that take the fence, in the statement that got the lock: the
 // xid is taken only when the lock was, and made durable: a transaction
 // that writes no WAL commits without flushing it, and after a crash its xid
@@ -372,16 +376,15 @@ private:
     std::uint64_t fence = std::stoull(*rows.rows[0][0]);
     std::optional<unsigned> slot;
     if (request.mode == HoldMode::semaphore) slot = static_cast<unsigned>(std::stoul(*rows.rows[0][2]));
-    // The note with the fence, for status. An exclusive lock sends it
-    // without waiting for its answer: the job starts a round trip sooner.
-    // The answer makes the socket (event_fd) readable, and the renewal that
-    // follows reads it. The other modes wait for it: it is the check that
-    // nobody holds the name in another way.
+    // The note with the fence, for status, goes out without waiting for
+    // its answer: the job starts a round trip sooner. The answer makes the
+    // socket (event_fd) readable, and the renewal that follows reads it.
+    // The other modes first check, with that note, that nobody holds the
+    // name in another way.
     std::string note = note_comment(note_for(request, fence, slot));
-    if (request.mode == HoldMode::exclusive)
-      connection->send("SELECT 1" + note, {});
-    else if (auto mixed = mixed_with(*connection, request, key, note))
-      refuse_mode(request, "postgres", *mixed);
+    if (request.mode != HoldMode::exclusive)
+      if (auto mixed = mixed_with(*connection, request, key, note)) refuse_mode(request, "postgres", *mixed);
+    connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
     Held held{std::move(connection), "", {}, note, request.ttl, got->sent + request.ttl, request.ttl};
     if (request.mode == HoldMode::exclusive) {
@@ -453,12 +456,12 @@ private:
     params.insert(params.begin(), key);
     Answer answer{{}, SteadyClock::now()};
     Rows first = connection.query(
-        fmt::format("SELECT CASE WHEN s.slot IS NOT NULL THEN txid_current() END, CASE WHEN s.slot IS NOT NULL THEN "
+        fmt::format("{} SELECT CASE WHEN s.slot IS NOT NULL THEN txid_current() END, CASE WHEN s.slot IS NOT NULL THEN "
                     "pg_logical_emit_message(true, 'dlock', '') END, s.slot, g.ok FROM (SELECT "
                     "pg_try_advisory_lock_shared({}) AS ok{} OFFSET 0) g LEFT JOIN LATERAL (SELECT u.slot FROM "
                     "unnest($2::bigint[], $3::int[]) AS u(key, slot) WHERE CASE WHEN g.ok THEN "
-                    "pg_try_advisory_lock(u.key) ELSE false END LIMIT 1) s ON true{}",
-                    k_key, session_settings(connection.server_version()), comment),
+                    "pg_try_advisory_lock(u.key) ELSE false END LIMIT 1) s ON true",
+                    note_first(comment), k_key, session_settings(connection.server_version())),
         params, round_trip());
     if (!first.ok()) fail(first);
     if (first.rows.size() != 1 || first.rows[0].size() != 4)
@@ -482,9 +485,9 @@ private:
       params = slots();
       answer.sent = SteadyClock::now();
       answer.rows = connection.query(
-          fmt::format("SELECT {}, s.slot FROM (SELECT u.slot FROM unnest($1::bigint[], $2::int[]) AS u(key, slot) "
-                      "WHERE pg_try_advisory_lock(u.key) LIMIT 1) s{}",
-                      k_fence_columns, comment),
+          fmt::format("{} SELECT {}, s.slot FROM (SELECT u.slot FROM unnest($1::bigint[], $2::int[]) AS u(key, "
+                      "slot) WHERE pg_try_advisory_lock(u.key) LIMIT 1) s",
+                      note_first(comment), k_fence_columns),
           params, round_trip());
       if (!answer.rows.ok()) fail(answer.rows);
       if (!answer.rows.rows.empty()) return answer;
@@ -551,9 +554,9 @@ private:
   std::optional<std::string> mixed_with(PgConnection &connection, const LockRequest &request, const std::string &key,
                                         const std::string &comment) {
     Rows rows = connection.query(
-        fmt::format("SELECT a.query, host(a.client_addr), l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = "
-                    "l.pid WHERE {} AND l.granted AND l.pid <> pg_backend_pid(){}",
-                    lock_rows_where(), comment),
+        fmt::format("{} SELECT a.query, host(a.client_addr), l.pid FROM pg_locks l JOIN pg_stat_activity a ON "
+                    "a.pid = l.pid WHERE {} AND l.granted AND l.pid <> pg_backend_pid()",
+                    note_first(comment), lock_rows_where()),
         {key}, round_trip());
     if (!rows.ok()) fail(rows);
     for (const auto &row : rows.rows) {
