@@ -302,14 +302,14 @@ private:
 
   // Slot K of semaphore `name`: the key of "NS NAME K" (see the header).
   std::string slot_key_of(const std::string &name, unsigned slot) const {
-    return std::to_string(advisory_key(m_config.lock_namespace + " " + name + " " + std::to_string(slot)));
+    return std::to_string(advisory_key(slot_key_text(m_config.lock_namespace, name, slot)));
   }
 
   // The keys of `slots` of semaphore `name`, as an array literal.
   std::string slot_keys_of(const std::string &name, const std::vector<unsigned> &slots) const {
     std::vector<std::int64_t> keys;
     for (unsigned slot : slots)
-      keys.push_back(advisory_key(m_config.lock_namespace + " " + name + " " + std::to_string(slot)));
+      keys.push_back(advisory_key(slot_key_text(m_config.lock_namespace, name, slot)));
     return array_of(keys);
   }
 
@@ -716,6 +716,10 @@ std::int64_t advisory_key(std::string_view key_text) {
   for (int i = 0; i < 8; ++i)
     key = key << 8 | digest[i];
   return static_cast<std::int64_t>(key); // two's complement, as PostgreSQL's bit(64)::bigint
+}
+
+std::string slot_key_text(std::string_view lock_namespace, std::string_view name, unsigned slot) {
+  return fmt::format("{} {} {}", lock_namespace, name, slot);
 }
 
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config) {
