@@ -7,8 +7,10 @@
 # and keeps its exclusive lock out. `--limit N` holds the key shared plus
 # slot K's key, the key of 'NS NAME K' (0 <= K < N, DLOCK_SLOT=K): psql
 # sees that slot taken, and an exclusive lock on the name is refused (78),
-# as is another limit. acquire --shared / --limit 3 go through the keeper:
-# renew and release with the token work. Six contenders with --limit 2
+# as are another limit, a reader beside a semaphore and a semaphore beside
+# a reader. A signal ends a wait for a slot and leaves nothing behind.
+# acquire --shared / --limit 3 go through the keeper: renew and release
+# with the token work. Six contenders with --limit 2
 # --wait 10s never have more than two in the section at once, and all
 # finish.
 SCENARIO="postgres: shared locks and semaphores, with psql and among themselves"
@@ -74,8 +76,12 @@ sem=reports/slots
 start_holder s "$sem" --limit 3 --ttl 30s
 slot=$(tr '\0' '\n' <"/proc/$CHILD_PID/environ" | sed -n 's/^DLOCK_SLOT=//p')
 [[ $slot =~ ^[012]$ ]] || fail "the job of a --limit 3 holder has DLOCK_SLOT '$slot', expected 0, 1 or 2"
-slot_key=$(printf '%s\n' "SELECT ('x' || left(encode(sha256(convert_to('dlock ' || :'name' || ' ' || :'slot', 'UTF8')), 'hex'), 16))::bit(64)::bigint;" |
-  "$PSQL" -v name="$sem" -v slot="$slot")
+# slot_key NAME K: the key of slot K of semaphore NAME, by the documented SQL.
+slot_key() {
+  printf '%s\n' "SELECT ('x' || left(encode(sha256(convert_to('dlock ' || :'name' || ' ' || :'slot', 'UTF8')), 'hex'), 16))::bit(64)::bigint;" |
+    "$PSQL" -v name="$1" -v slot="$2"
+}
+slot_key=$(slot_key "$sem" "$slot")
 [ -n "$(pg_holder_pid "$slot_key")" ] || fail "pg_locks shows no holder of slot $slot's key $slot_key ('dlock $sem $slot')"
 [ "$(pg_sql "SELECT pg_try_advisory_lock($slot_key)")" = f ] || fail "psql took slot $slot's key $slot_key while dlock holds it"
 [ "$(pg_sql "SELECT pg_try_advisory_lock($(pg_key "$sem"))")" = f ] || fail "psql's exclusive lock on the key of $sem succeeded beside a slot holder"
@@ -91,6 +97,38 @@ capture "${DL[@]}" run --limit 3 "$sem" -- sh -c 'echo "$DLOCK_SLOT"'
 release_holder s
 wait_exit "$HOLDER_PID"
 [ "$rc" = 0 ] || fail "the slot holder exited $rc; stderr: $(cat "$tmpdir/s.err")"
+
+# A reader is refused beside a semaphore, and a semaphore beside a reader.
+start_holder s "$sem" --limit 3 --ttl 30s
+capture "${DL[@]}" run --shared "$sem" -- true
+[ "$rc" = 78 ] || fail "run --shared on a name held with --limit 3 exited $rc, expected 78; stderr: $err"
+release_holder s
+wait_exit "$HOLDER_PID"
+start_holder r "$sem" --shared --ttl 30s
+capture "${DL[@]}" run --limit 3 "$sem" -- true
+[ "$rc" = 78 ] || fail "run --limit 3 on a name held by a reader exited $rc, expected 78; stderr: $err"
+case $err in *"shared"*) ;; *) fail "the refusal of --limit 3 beside a reader does not say the name is shared: $err" ;; esac
+release_holder r
+wait_exit "$HOLDER_PID"
+
+# A signal ends a wait for a slot, takes nothing and leaves no request
+# behind.
+start_holder w waitsig --limit 1 --ttl 30s
+"${DL[@]}" run --limit 1 --wait 20s waitsig -- touch "$tmpdir/sig.ran" </dev/null >/dev/null 2>"$tmpdir/sig.err" &
+waiter=$!
+track "$waiter"
+sig_slot=$(slot_key waitsig 0)
+slot_waited() { [ "$(pg_waiting "$sig_slot")" = 1 ]; }
+wait_until slot_waited || fail "run --limit 1 --wait never blocked on the slot's key; stderr: $(cat "$tmpdir/sig.err")"
+kill -TERM "$waiter"
+wait_exit "$waiter" 5
+[ "$rc" = 143 ] || fail "SIGTERM to a run waiting for a slot: exit $rc, expected 143; stderr: $(cat "$tmpdir/sig.err")"
+[ ! -e "$tmpdir/sig.ran" ] || fail "the interrupted wait for a slot ran its job"
+only_holder() { [ "$(pg_sessions waitsig)" = 1 ] && [ "$(pg_waiting "$sig_slot")" = 0 ]; }
+wait_until -t 2 only_holder || fail "the interrupted wait for a slot left a session or a request behind"
+release_holder w
+wait_exit "$HOLDER_PID"
+[ "$rc" = 0 ] || fail "the holder of waitsig exited $rc; stderr: $(cat "$tmpdir/w.err")"
 
 # acquire --shared and --limit 3 leave a keeper; renew and release work
 # through it. (The keeper is every mode's first holder.)

@@ -371,11 +371,16 @@ private:
     // closing the session (with `connection`) lets go of the lock.
     if (wait && interrupt->requested()) return {AcquireOutcome::interrupted, std::nullopt, interrupt->requested()};
     const Rows &rows = got->rows;
-    if (rows.rows.size() != 1 || !rows.rows[0][0] || (request.mode == HoldMode::semaphore && !rows.rows[0][2]))
+    bool semaphore = request.mode == HoldMode::semaphore;
+    if (rows.rows.size() != 1 || rows.rows[0].size() < (semaphore ? 3U : 1U) || !rows.rows[0][0] ||
+        (semaphore && !rows.rows[0][2]))
       throw Error(ExitCode::internal, fmt::format("{}: unexpected answer to the lock query", m_label));
     std::uint64_t fence = std::stoull(*rows.rows[0][0]);
     std::optional<unsigned> slot;
-    if (request.mode == HoldMode::semaphore) slot = static_cast<unsigned>(std::stoul(*rows.rows[0][2]));
+    if (semaphore) slot = static_cast<unsigned>(std::stoul(*rows.rows[0][2]));
+    if (slot && *slot >= request.limit)
+      throw Error(ExitCode::internal,
+                  fmt::format("{}: the lock query answered slot {} of {}", m_label, *slot, request.limit));
     // The note with the fence, for status, goes out without waiting for
     // its answer: the job starts a round trip sooner. The answer makes the
     // socket (event_fd) readable, and the renewal that follows reads it.
