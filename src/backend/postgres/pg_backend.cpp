@@ -572,7 +572,7 @@ private:
       bool one_semaphore = (other.mode == HoldMode::semaphore) != (request.mode == HoldMode::semaphore);
       if (!one_semaphore && (other.mode != HoldMode::semaphore || other.limit == request.limit)) continue;
       auto holder = holder_in(*note);
-      return fmt::format("'{}' is held as {}{} (server session pid {})", request.name, describe_hold(other),
+      return fmt::format("it is held as {}{} (server session pid {})", describe_hold(other),
                          holder ? fmt::format(" by pid {} on {}", holder->pid, holder->host) : "",
                          row[2] ? *row[2] : "?");
     }
