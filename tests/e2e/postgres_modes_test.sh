@@ -120,6 +120,9 @@ track "$waiter"
 sig_slot=$(slot_key waitsig 0)
 slot_waited() { [ "$(pg_waiting "$sig_slot")" = 1 ]; }
 wait_until slot_waited || fail "run --limit 1 --wait never blocked on the slot's key; stderr: $(cat "$tmpdir/sig.err")"
+for i in 1 2 3 4 5; do
+  [ "$(lock_waiters waitsig)" = 1 ] || fail "status shows $(lock_waiters waitsig) waiters for a semaphore with one waiting, expected 1 (look $i)"
+done
 kill -TERM "$waiter"
 wait_exit "$waiter" 5
 [ "$rc" = 143 ] || fail "SIGTERM to a run waiting for a slot: exit $rc, expected 143; stderr: $(cat "$tmpdir/sig.err")"

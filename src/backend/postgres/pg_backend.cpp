@@ -608,7 +608,7 @@ private:
     found.status.waiters = waiters;
     if (sessions.empty()) return found;
     found.status.held = true;
-    if (limit) return inspect_slots(name, *limit, std::move(found));
+    if (limit) return inspect_slots(name, *limit, sessions.size(), std::move(found));
     bool shared = std::any_of(sessions.begin(), sessions.end(), [](const Session &s) { return s.share; });
     if (!shared) {
       const Session &one = sessions.front();
@@ -640,7 +640,10 @@ private:
   }
 
   // A semaphore of `limit`: its holders are the sessions on its slot keys.
-  Found inspect_slots(const std::string &name, unsigned limit, Found found) {
+  // Its waiters are the sessions on the name's key that hold no slot (they
+  // wait for one, or scan for one between two waits) and those that wait
+  // for the name's key itself.
+  Found inspect_slots(const std::string &name, unsigned limit, std::size_t on_key, Found found) {
     found.status.mode = HoldMode::semaphore;
     found.status.limit = limit;
     std::vector<unsigned> slots(limit);
@@ -653,13 +656,9 @@ private:
         "4294967295 LEFT JOIN pg_stat_activity a ON a.pid = l.pid ORDER BY u.slot",
         {slot_keys_of(name, slots), array_of(slots)}, round_trip());
     if (!rows.ok()) throw UnavailableError(fmt::format("{}: cannot read pg_locks: {}", m_label, rows.error));
-    std::int64_t waiters = found.status.waiters.value_or(0);
     unsigned foreign = 0;
     for (const auto &row : rows.rows) {
-      if (row[1] != std::optional<std::string>("t")) {
-        ++waiters;
-        continue;
-      }
+      if (row[1] != std::optional<std::string>("t")) continue;
       if (row[2]) found.backend_pids.push_back(std::stoi(*row[2]));
       auto note = row[3] ? note_in(*row[3]) : std::nullopt;
       auto holder = note ? holder_in(*note) : std::nullopt;
@@ -673,8 +672,10 @@ private:
       entry.slot = row[0] ? std::optional<unsigned>(static_cast<unsigned>(std::stoul(*row[0]))) : std::nullopt;
       found.status.holders.push_back(std::move(entry));
     }
-    found.status.waiters = waiters;
-    found.status.held = !found.backend_pids.empty();
+    auto holders = static_cast<std::int64_t>(found.backend_pids.size());
+    found.status.waiters =
+        found.status.waiters.value_or(0) + std::max<std::int64_t>(0, static_cast<std::int64_t>(on_key) - holders);
+    found.status.held = holders > 0;
     found.status.detail = fmt::format("{} of {} slot(s) held", found.backend_pids.size(), limit);
     if (foreign) found.status.detail += fmt::format(", {} by sessions without a readable holder note", foreign);
     return found;
