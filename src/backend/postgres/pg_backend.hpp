@@ -20,8 +20,15 @@ namespace dlock::backend::postgres {
 // the server's TCP keepalives are set (anew when T changes) so that it
 // frees a vanished client's lock after about T, never sooner; settings
 // that would end the session or a statement sooner are turned off for it.
-// The fence is txid_current() at acquisition. libpq is loaded with dlopen
-// on first use.
+// The fence is txid_current() at acquisition, one sequence for every name
+// and mode. --shared is pg_advisory_lock_shared on the name's key.
+// --limit N holds the name's key shared (so an exclusive holder of the
+// name, dlock's or psql's, and the semaphore exclude each other) and one
+// slot key, slot_key_text(); a full semaphore is waited for on one slot at
+// random, with rescans of all of them. Each holder's note (in
+// pg_stat_activity) says its mode and limit, so that a request in another
+// mode or with another limit is refused (78) where this role can read the
+// notes. libpq is loaded with dlopen on first use.
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config);
 
 // The documented advisory-lock key of `key_text` ("NS NAME"): the first 8
@@ -29,6 +36,12 @@ std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config);
 // the same number from
 //   ('x' || left(encode(sha256(convert_to('NS NAME', 'UTF8')), 'hex'), 16))::bit(64)::bigint
 std::int64_t advisory_key(std::string_view key_text);
+
+// The text whose advisory_key() is slot K of semaphore NAME in NS:
+// "NS NAME K", K in decimal. A namespace or name holds no space, so this
+// text (two spaces) is never that of a name (one space) or of another
+// slot; psql gets the number as above from 'NS NAME K'.
+std::string slot_key_text(std::string_view lock_namespace, std::string_view name, unsigned slot);
 
 // The holder's note in the SQL text of a lock's session (as read from
 // pg_stat_activity.query): the JSON object in its "/* dlock {...} */"
