@@ -30,6 +30,7 @@ Offer offer() {
     return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
   };
   if (is({"file"})) return {.shared = true, .semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
+  if (is({"zk"})) return {.shared = true, .writer_preference = true};
   return {};
 }
 
