@@ -71,7 +71,8 @@ no_nodes_left() {
   [ "$(zk_child_count "$1")" = 0 ] || fail "nodes are left below $1: $(children "$1")"
 }
 
-# 1. Curator's write lock held: dlock's readers (and writers) are busy.
+# 1. Curator's write lock held: dlock's readers (and writers) are busy; a
+# reader that gives up waiting or is stopped by a signal leaves no node.
 rw_hold cw /dlock/written write
 rw_wait_held cw
 capture "${DL[@]}" run --shared written -- touch "$tmpdir/ran"
@@ -80,6 +81,16 @@ capture "${DL[@]}" run --shared written -- touch "$tmpdir/ran"
 assert_one_line_message "busy under Curator's write lock" "$err"
 capture "${DL[@]}" run written -- touch "$tmpdir/ran"
 [ "$rc" = 75 ] || fail "dlock run exited $rc while Curator's write lock was held, expected 75; stderr: $err"
+capture "${DL[@]}" run --shared written --wait 300ms -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "dlock run --shared --wait 300ms exited $rc under Curator's write lock, expected 75; stderr: $err"
+"${DL[@]}" run --shared written --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
+signalled=$!
+track "$signalled"
+wait_until -t 10 _has_children /dlock/written 2 || fail "the waiting reader never queued: $(cat "$tmpdir/signalled.err")"
+kill -TERM "$signalled"
+wait_exit "$signalled"
+[ "$rc" = 143 ] || fail "a waiting reader stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+[ ! -e "$tmpdir/ran" ] || fail "dlock --shared ran its command beside Curator's write lock"
 [ "$(zk_child_count /dlock/written)" = 1 ] || fail "the busy runs left nodes behind: $(children /dlock/written)"
 [ "$(status_field written 'd["mode"]')" = exclusive ] ||
   fail "status while Curator's write lock is held: $("${DL[@]}" status written --json)"
