@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace dlock::backend::zookeeper {
 
 std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
@@ -59,6 +62,41 @@ SrvrAnswer read_srvr(const std::string &answer) {
     if (mode == "read-only") out.error = "read-only: cannot serve locks";
   }
   return out;
+}
+
+PingResult ping_servers(const std::vector<net::Address> &addresses, Millis timeout) {
+  PingResult result;
+  result.nodes.resize(addresses.size());
+  auto ask = [timeout](const net::Address &address, NodeHealth &health) {
+    health.address = address.display();
+    std::string where = fmt::format("ZooKeeper at {}", health.address);
+    auto started = std::chrono::steady_clock::now();
+    try {
+      std::string answer = four_letter_word(address, "srvr", started + timeout, where, timeout);
+      health.round_trip =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+      health.reachable = true;
+      SrvrAnswer srvr = read_srvr(answer);
+      health.version = std::move(srvr.version);
+      health.error = std::move(srvr.error);
+    } catch (const Error &failure) {
+      health.error = failure.what();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < addresses.size(); ++i)
+    threads.emplace_back(ask, std::cref(addresses[i]), std::ref(result.nodes[i]));
+  ask(addresses[0], result.nodes[0]);
+  for (auto &thread : threads)
+    thread.join();
+  // An ensemble serves while a majority does (of the servers the URL
+  // names: it may list only some of them).
+  if (result.nodes.size() > 1) {
+    auto serving = std::count_if(result.nodes.begin(), result.nodes.end(),
+                                 [](const NodeHealth &node) { return node.reachable && node.error.empty(); });
+    result.quorum = static_cast<std::size_t>(serving) * 2 > result.nodes.size();
+  }
+  return result;
 }
 
 } // namespace dlock::backend::zookeeper

@@ -1,10 +1,12 @@
 #pragma once
 
+#include "backend/backend.hpp"
 #include "core/duration.hpp"
 #include "net/net.hpp"
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlock::backend::zookeeper {
 
@@ -25,5 +27,9 @@ struct SrvrAnswer {
   std::string error;
 };
 SrvrAnswer read_srvr(const std::string &answer);
+
+// "srvr" to every server at once, each within `timeout`: ping's nodes and,
+// for more than one, whether a majority of them serves.
+PingResult ping_servers(const std::vector<net::Address> &addresses, Millis timeout);
 
 } // namespace dlock::backend::zookeeper

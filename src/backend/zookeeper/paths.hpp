@@ -1,5 +1,6 @@
 #pragma once
 
+#include "backend/backend.hpp"
 #include "core/identity.hpp"
 
 #include <cstdint>
@@ -27,25 +28,63 @@ std::vector<std::string> ancestors(const std::string &path);
 
 // A contender's node: the sequence ZooKeeper appended, which orders the
 // queue. Curator's InterProcessMutex names its nodes
-// "_c_<uuid>-lock-<10 digits>" (dlock does too), kazoo's Lock
-// "<uuid>__lock__<10 digits>" and its ReadLock "...__rlock__...", Curator's
-// read-write lock "...__READ__..."/"...__WRIT__...": all of them wait in one
+// "_c_<uuid>-lock-<10 digits>" (dlock's exclusive lock does too), its
+// InterProcessReadWriteLock "_c_<uuid>-__READ__<10 digits>" (dlock's
+// --shared too) and "...-__WRIT__...", kazoo's Lock "<uuid>__lock__<10
+// digits>" and its ReadLock "...__rlock__...": all of them wait in one
 // queue, and anything else under the lock node is not a contender.
 std::optional<std::uint64_t> contender_sequence(std::string_view child);
 
 struct Contender {
   std::string node; // child name
   std::uint64_t sequence = 0;
+  bool reader = false; // "__READ__" or "__rlock__": shares the lock with other readers; anything else is a writer
 };
 // The contenders among `children`, in queue order.
 std::vector<Contender> contenders(const std::vector<std::string> &children);
 
-// "_c_<random uuid>-lock-": the protected-name prefix of a new contender.
-std::string new_node_prefix();
+// Where a contender stands in the queue of its lock. A writer (dlock's
+// exclusive lock, Curator's mutex or write lock, kazoo's Lock) holds when
+// its node is the first of all and waits for the node just before its own.
+// A reader holds when no writer's node is before its own (so a waiting
+// writer keeps later readers out: writer preference) and waits for the
+// nearest writer before it: only the readers behind one writer wake when
+// it goes. A writer node in `own_writers` (one this session holds) does
+// not keep our reader out, as Curator lets a write lock's holder take the
+// read lock too.
+struct QueuePlace {
+  bool queued = false; // our node is in the queue
+  bool holds = false;
+  std::size_t watch = 0;      // when waiting: the index of the node to watch
+  bool watch_is_last = false; // once that node goes, nothing before ours keeps us out
+};
+QueuePlace place_in(const std::vector<Contender> &queue, std::string_view own,
+                    const std::vector<std::string> &own_writers = {});
+
+// How many contenders at the head of `queue` hold the lock: one writer, or
+// every reader before the first writer.
+std::size_t holder_count(const std::vector<Contender> &queue);
+
+// "_c_<random uuid>-lock-" (exclusive) or "_c_<random uuid>-__READ__"
+// (shared): the protected-name prefix of a new contender.
+std::string new_node_prefix(HoldMode mode = HoldMode::exclusive);
 
 // Node data: the holder as JSON. Data of other clients (Curator stores an
 // address, kazoo an identifier) gives nullopt.
 std::string encode_holder(const HolderInfo &holder);
 std::optional<HolderInfo> decode_holder(const std::string &data);
+
+// A holder's node as read for `status`.
+struct HolderNode {
+  std::string data;
+  std::int64_t czxid = 0;
+  std::int64_t ctime_ms = 0;
+  std::int64_t session = 0; // the ephemeral owner
+};
+// The status of a held lock from its queue and the nodes of its
+// holder_count(queue) holders: a writer's in holder and fence, readers'
+// each in holders (mode shared) with the czxid of its node as its fence.
+LockStatus queue_status(const std::string &name, const std::vector<Contender> &queue,
+                        const std::vector<HolderNode> &holders);
 
 } // namespace dlock::backend::zookeeper

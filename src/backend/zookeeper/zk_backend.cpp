@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <map>
 #include <poll.h>
-#include <thread>
 #include <unistd.h>
 
 namespace dlock::backend::zookeeper {
@@ -27,14 +26,6 @@ constexpr int k_default_port = 2181;
 constexpr Millis k_inspection_session{10'000};
 
 std::string basename_of(const std::string &path) { return path.substr(path.rfind('/') + 1); }
-
-// What the node data of another client says, for `status`: printable and short.
-std::string printable(const std::string &data) {
-  std::string out;
-  for (char c : data.substr(0, 64))
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return out;
-}
 
 class ZooKeeperBackend : public TakingBackend {
 public:
@@ -168,11 +159,19 @@ public:
       auto found = inspect(lock, name);
       if (!found) return std::nullopt;
       Session &session = this->session(std::nullopt);
-      CallPtr removal = session.remove(found->path);
-      const Call &call = finish(session, removal, "cannot delete the holder's node");
-      if (call.rc == ZOK) return found->status;
-      if (call.rc != ZNONODE) session.fail(call.rc, fmt::format("cannot delete the holder's node {}", found->path));
-      // The holder let go meanwhile: look again.
+      // Every holder: the writer, or all the readers at once.
+      std::vector<CallPtr> removals;
+      for (const auto &path : found->paths)
+        removals.push_back(session.remove(path));
+      bool removed = false;
+      for (std::size_t i = 0; i < removals.size(); ++i) {
+        const Call &call = finish(session, removals[i], "cannot delete the holder's node");
+        if (call.rc != ZOK && call.rc != ZNONODE)
+          session.fail(call.rc, fmt::format("cannot delete the holder's node {}", found->paths[i]));
+        removed = removed || call.rc == ZOK;
+      }
+      if (removed) return found->status;
+      // The holders let go meanwhile: look again.
     }
     return std::nullopt;
   }
@@ -216,54 +215,26 @@ public:
       }
       level = std::move(next);
     }
-    // The heads of all queues in one more round trip.
-    std::vector<std::pair<const std::string *, CallPtr>> heads;
+    // The holders of all queues in one more round trip.
+    std::vector<std::pair<const std::string *, std::vector<CallPtr>>> holders;
     for (const auto &[name, queue] : queues)
-      heads.emplace_back(&name, session.get(lock_path(m_base, name) + "/" + queue.front().node));
+      holders.emplace_back(&name, get_holders(session, lock_path(m_base, name), queue));
     std::vector<LockStatus> out;
-    for (const auto &[name, call] : heads) {
-      const Call &head = finish(session, call, "cannot read the holders");
-      if (head.rc == ZOK) {
-        out.push_back(held_status(*name, queues[*name], head));
+    for (const auto &[name, calls] : holders) {
+      bool read = std::all_of(calls.begin(), calls.end(), [&](const CallPtr &call) {
+        return finish(session, call, "cannot read the holders").rc == ZOK;
+      });
+      if (read) {
+        out.push_back(held_status(*name, queues[*name], calls));
       } else if (auto found = inspect(lock_path(m_base, *name), *name)) {
-        out.push_back(std::move(found->status)); // the head let go meanwhile: look again
+        out.push_back(std::move(found->status)); // a holder let go meanwhile: look again
       }
     }
     return out;
   }
 
   PingResult ping() override {
-    PingResult result;
-    result.nodes.resize(m_addresses.size());
-    auto ask = [this](const net::Address &address, NodeHealth &health) {
-      health.address = address.display();
-      std::string where = fmt::format("ZooKeeper at {}", health.address);
-      auto started = SteadyClock::now();
-      try {
-        std::string answer =
-            four_letter_word(address, "srvr", started + m_config.connect_timeout, where, m_config.connect_timeout);
-        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
-        health.reachable = true;
-        SrvrAnswer srvr = read_srvr(answer);
-        health.version = std::move(srvr.version);
-        health.error = std::move(srvr.error);
-      } catch (const Error &failure) {
-        health.error = failure.what();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (std::size_t i = 1; i < m_addresses.size(); ++i)
-      threads.emplace_back(ask, std::cref(m_addresses[i]), std::ref(result.nodes[i]));
-    ask(m_addresses[0], result.nodes[0]);
-    for (auto &thread : threads)
-      thread.join();
-    // An ensemble serves while a majority does (of the servers the URL
-    // names: it may list only some of them).
-    if (result.nodes.size() > 1) {
-      auto serving = std::count_if(result.nodes.begin(), result.nodes.end(),
-                                   [](const NodeHealth &node) { return node.reachable && node.error.empty(); });
-      result.quorum = static_cast<std::size_t>(serving) * 2 > result.nodes.size();
-    }
+    PingResult result = ping_servers(m_addresses, m_config.connect_timeout);
     result.detail = fmt::format("locks under {}", m_base);
     return result;
   }
@@ -278,7 +249,7 @@ private:
 
   struct Found {
     LockStatus status;
-    std::string path; // the holder's node
+    std::vector<std::string> paths; // the holders' nodes
   };
 
   // The session for an acquisition with `ttl` (a new one when the current
@@ -320,41 +291,50 @@ private:
     }
   }
 
-  // The status of a held lock from its queue and its head's node.
-  static LockStatus held_status(const std::string &name, const std::vector<Contender> &queue, const Call &head) {
-    LockStatus status;
-    status.name = name;
-    status.held = true;
-    status.fence = static_cast<std::uint64_t>(head.stat.czxid);
-    status.waiters = static_cast<std::int64_t>(queue.size()) - 1;
-    status.holder = decode_holder(head.value);
-    if (status.holder) {
-      status.detail = fmt::format("node {}, session 0x{:x}", queue.front().node, head.stat.ephemeral_owner);
-    } else {
-      // Curator stores an address, kazoo an identifier: shown as data,
-      // not dressed up as a holder with a pid.
-      status.detail = fmt::format("node {} of another client (data '{}'), session 0x{:x}", queue.front().node,
-                                  printable(head.value), head.stat.ephemeral_owner);
-    }
-    return status;
+  // Asks for the nodes of the holders at the head of `queue` (one writer or
+  // every reader before the first writer), all in one round trip.
+  static std::vector<CallPtr> get_holders(Session &session, const std::string &lock,
+                                          const std::vector<Contender> &queue) {
+    std::vector<CallPtr> calls;
+    for (std::size_t i = 0; i < holder_count(queue); ++i)
+      calls.push_back(session.get(lock + "/" + queue[i].node));
+    return calls;
+  }
+
+  static LockStatus held_status(const std::string &name, const std::vector<Contender> &queue,
+                                const std::vector<CallPtr> &calls) {
+    std::vector<HolderNode> holders;
+    for (const auto &call : calls)
+      holders.push_back({call->value, call->stat.czxid, call->stat.ctime_ms, call->stat.ephemeral_owner});
+    return queue_status(name, queue, holders);
   }
 
   std::optional<Found> inspect(const std::string &lock, const std::string &name) {
     Session &session = this->session(std::nullopt);
     for (int attempt = 0; attempt < 5; ++attempt) {
-      CallPtr keep_list, keep_get;
+      CallPtr keep_list;
       const Call &list = read(
           session, [&] { return session.children(lock); }, "cannot read the lock", keep_list);
       if (list.rc == ZNONODE) return std::nullopt;
       if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot read {}", lock));
       auto queue = contenders(list.children);
       if (queue.empty()) return std::nullopt;
-      std::string path = lock + "/" + queue.front().node;
-      const Call &holder = read(
-          session, [&] { return session.get(path); }, "cannot read the holder", keep_get);
-      if (holder.rc == ZNONODE) continue; // released meanwhile
-      if (holder.rc != ZOK) session.fail(holder.rc, fmt::format("cannot read {}", path));
-      return Found{held_status(name, queue, holder), path};
+      auto deadline = SteadyClock::now() + m_config.connect_timeout;
+      std::vector<CallPtr> holders;
+      int rc = ZCONNECTIONLOSS;
+      while (rc == ZCONNECTIONLOSS) {
+        holders = get_holders(session, lock, queue);
+        rc = ZOK;
+        for (const auto &call : holders)
+          if (int got = finish(session, call, "cannot read the holders").rc; got != ZOK && rc == ZOK) rc = got;
+        if (rc == ZCONNECTIONLOSS && !session.wait_connected(deadline)) break;
+      }
+      if (rc == ZNONODE) continue; // released meanwhile
+      if (rc != ZOK) session.fail(rc, fmt::format("cannot read the holders of {}", lock));
+      Found found{held_status(name, queue, holders), {}};
+      for (std::size_t i = 0; i < holders.size(); ++i)
+        found.paths.push_back(lock + "/" + queue[i].node);
+      return found;
     }
     return std::nullopt;
   }
@@ -394,7 +374,7 @@ private:
   // lock node as they were right after it (same round trip: a session's
   // requests are answered in order).
   Queued enqueue(Session &session, const std::string &lock, const LockRequest &request) {
-    std::string prefix = new_node_prefix();
+    std::string prefix = new_node_prefix(request.mode);
     std::string data = encode_holder(request.holder);
     for (int attempt = 0; attempt < 5; ++attempt) {
       CallPtr create = session.create(lock + "/" + prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, m_digest.has_value());
@@ -461,6 +441,16 @@ private:
     }
   }
 
+  // The nodes below `lock` that this session holds.
+  std::vector<std::string> own_nodes(const Session &session, const std::string &lock) const {
+    std::vector<std::string> out;
+    for (const auto &[token, held] : m_held)
+      if (held.session == session.id() && held.path.rfind(lock + "/", 0) == 0 &&
+          held.path.find('/', lock.size() + 1) == std::string::npos)
+        out.push_back(basename_of(held.path));
+    return out;
+  }
+
   void leave(Session &session, const std::string &path) {
     try {
       finish(session, session.remove(path), "cannot delete our node");
@@ -519,7 +509,7 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    if (request.mode != HoldMode::exclusive) refuse_mode(request, "zookeeper", "not offered by this backend yet");
+    if (request.mode == HoldMode::semaphore) refuse_mode(request, "zookeeper", "not offered by this backend yet");
     std::string lock = lock_path(m_base, request.name);
     Session &session = this->session(request.ttl);
     Queued queued = enqueue(session, lock, request);
@@ -527,17 +517,18 @@ private:
     try {
       for (;;) {
         auto queue = contenders(queued.children);
-        auto mine = std::find_if(queue.begin(), queue.end(), [&](const Contender &c) { return c.node == own; });
-        if (mine == queue.end())
+        QueuePlace place = place_in(queue, own, own_nodes(session, lock));
+        if (!place.queued)
           throw UnavailableError(fmt::format("{}: our node {} left the queue of {} (session expired or node deleted)",
                                              m_label, own, lock));
-        if (mine == queue.begin()) break;
+        if (place.holds) break;
         if (!wait) {
           leave(session, queued.path);
           return {AcquireOutcome::busy, std::nullopt, 0};
         }
-        // Watch only the predecessor: a release wakes exactly one waiter.
-        std::string predecessor = lock + "/" + std::prev(mine)->node;
+        // Watch one node (paths.hpp, place_in): a release wakes one writer,
+        // or the readers behind one writer, never the whole queue.
+        std::string predecessor = lock + "/" + queue[place.watch].node;
         Wake wake = wait_for(session, predecessor, queued, deadline, *interrupt);
         if (wake.outcome != AcquireOutcome::acquired) {
           leave(session, queued.path);
@@ -545,12 +536,12 @@ private:
         }
         if (wake.deleted) {
           detail(1, "waiting for '{}': woken by ZooKeeper ({} gone)", request.name, basename_of(predecessor));
-          // It was the head of the queue as we last saw it, and every node
-          // made since has a higher sequence than ours: ours is the head now.
-          // (Unless our session was last confirmed too long ago: then the
-          // listing below confirms it again.)
+          // It was the last node keeping ours out as we last saw the queue,
+          // and every node made since has a higher sequence than ours: the
+          // lock is ours now. (Unless our session was last confirmed too
+          // long ago: then the listing below confirms it again.)
           bool fresh = SteadyClock::now() < session.lease_start() + session.negotiated_timeout() * 2 / 3;
-          if (std::prev(mine) == queue.begin() && fresh) break;
+          if (place.watch_is_last && fresh) break;
         }
         // From the member's memory: a prefix of what the leader committed,
         // and a node below ours, once gone, never comes back.
@@ -575,6 +566,7 @@ private:
     lease.name = request.name;
     lease.token = token;
     lease.fence = static_cast<std::uint64_t>(queued.stat.czxid);
+    lease.mode = request.mode;
     lease.ttl = session.negotiated_timeout();
     lease.confirmed_at = session.lease_start();
     return {AcquireOutcome::acquired, std::move(lease), 0};

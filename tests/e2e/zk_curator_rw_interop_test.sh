@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# dlock's zk:// shared locks (--shared, "_c_<uuid>-__READ__<seq>" nodes) and
+# Apache Curator's InterProcessReadWriteLock on the same znode (/NS/NAME)
+# exclude each other as readers and writers do: Curator's write lock makes
+# `dlock run --shared` busy; beside Curator's read lock `dlock run --shared`
+# runs and an exclusive `dlock run` is busy; beside dlock's reader Curator's
+# read lock is granted and its write lock is not; a Curator writer waiting
+# behind dlock's reader keeps new dlock readers out (writer preference), is
+# handed the lock by the watch once the reader goes, and hands it on to a
+# waiting dlock reader. Curator's side is tests/e2e/interop/CuratorReadWrite.java,
+# compiled here.
+SCENARIO="zookeeper: Curator's InterProcessReadWriteLock interoperates"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/interop/zk_interop_lib.sh"
+use_zk_interop curator
+
+# FOREIGN is CuratorLock's command line: the same JVM and class path, with
+# CuratorReadWrite compiled beside it.
+RW=()
+classpath=
+for ((i = 0; i < ${#FOREIGN[@]}; i++)); do
+  word=${FOREIGN[i]}
+  case $word in
+  -cp) classpath=${FOREIGN[i + 1]} ;;
+  CuratorLock) word=CuratorReadWrite ;;
+  esac
+  RW+=("$word")
+done
+[ -n "$classpath" ] || fail "no class path in the Curator command line: ${FOREIGN[*]}"
+javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop_dir/CuratorReadWrite.java" \
+  2>"$tmpdir/javac-rw.err" || fail "javac CuratorReadWrite.java failed: $(head -5 "$tmpdir/javac-rw.err")"
+READ_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-__READ__[0-9]{10}$'
+
+# rw_hold ID PATH read|write: Curator waits for that lock on PATH in the
+# background and holds it until rw_release ID; sets RW_PID.
+rw_hold() {
+  local id=$1 path=$2 kind=$3
+  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
+  "${RW[@]}" "$path" "$kind" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  RW_PID=$!
+  track "$RW_PID"
+  eval "_rw_pid_$id=$RW_PID"
+}
+
+# rw_wait_held ID [S]: wait until ID holds; sets RW_CZXID, RW_HELD_MS.
+rw_wait_held() {
+  local id=$1 limit=${2:-10} line
+  wait_until -t "$limit" grep -q '^acquired ' "$tmpdir/$id.out" ||
+    fail "Curator ($id) did not get its lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
+  RW_HELD_MS=$(now_ms)
+  line=$(grep '^acquired ' "$tmpdir/$id.out")
+  [[ $line =~ czxid=([0-9]+) ]] || fail "Curator ($id) printed an odd line: $line"
+  RW_CZXID=${BASH_REMATCH[1]}
+}
+
+rw_release() {
+  local id=$1 pid
+  eval "pid=\$_rw_pid_$id"
+  touch "$tmpdir/$id.release"
+  wait_exit "$pid" 10
+  [ "$rc" = 0 ] || fail "Curator ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
+  grep -qx released "$tmpdir/$id.out" || fail "Curator ($id) did not say released: $(cat "$tmpdir/$id.out")"
+}
+
+# status_field NAME EXPR: EXPR of dlock status NAME --json.
+status_field() {
+  "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"
+}
+
+no_nodes_left() {
+  [ "$(zk_child_count "$1")" = 0 ] || fail "nodes are left below $1: $(children "$1")"
+}
+
+# 1. Curator's write lock held: dlock's readers (and writers) are busy; a
+# reader that gives up waiting or is stopped by a signal leaves no node.
+rw_hold cw /dlock/written write
+rw_wait_held cw
+capture "${DL[@]}" run --shared written -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "dlock run --shared exited $rc while Curator's write lock was held, expected 75; stderr: $err"
+[ ! -e "$tmpdir/ran" ] || fail "dlock --shared ran its command beside Curator's write lock"
+assert_one_line_message "busy under Curator's write lock" "$err"
+capture "${DL[@]}" run written -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "dlock run exited $rc while Curator's write lock was held, expected 75; stderr: $err"
+capture "${DL[@]}" run --shared written --wait 300ms -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "dlock run --shared --wait 300ms exited $rc under Curator's write lock, expected 75; stderr: $err"
+"${DL[@]}" run --shared written --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
+signalled=$!
+track "$signalled"
+wait_until -t 10 _has_children /dlock/written 2 || fail "the waiting reader never queued: $(cat "$tmpdir/signalled.err")"
+kill -TERM "$signalled"
+wait_exit "$signalled"
+[ "$rc" = 143 ] || fail "a waiting reader stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+[ ! -e "$tmpdir/ran" ] || fail "dlock --shared ran its command beside Curator's write lock"
+[ "$(zk_child_count /dlock/written)" = 1 ] || fail "the busy runs left nodes behind: $(children /dlock/written)"
+[ "$(status_field written 'd["mode"]')" = exclusive ] ||
+  fail "status while Curator's write lock is held: $("${DL[@]}" status written --json)"
+rw_release cw
+no_nodes_left /dlock/written
+
+# 2. Curator's read lock held: a dlock reader runs beside it, with a fence of
+# its own above Curator's czxid; a dlock writer is busy.
+rw_hold cr /dlock/read read
+rw_wait_held cr
+# shellcheck disable=SC2016 # expanded by the job's shell
+capture "${DL[@]}" run --shared read -- sh -c 'echo "$DLOCK_FENCE"'
+[ "$rc" = 0 ] || fail "dlock run --shared exited $rc beside Curator's read lock, expected 0; stderr: $err"
+if ! [[ $out =~ ^[0-9]+$ ]] || [ "$out" -le "$RW_CZXID" ]; then
+  fail "dlock's reader fence '$out' is not above the czxid $RW_CZXID of Curator's reader node"
+fi
+capture "${DL[@]}" run read -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "dlock run (exclusive) exited $rc while Curator's read lock was held, expected 75; stderr: $err"
+[ ! -e "$tmpdir/ran" ] || fail "dlock ran an exclusive command beside Curator's read lock"
+start_holder dr read --shared
+[ "$(status_field read 'd["mode"]')" = shared ] || fail "status beside two readers: $("${DL[@]}" status read --json)"
+[ "$(status_field read 'len(d["holders"])')" = 2 ] ||
+  fail "status does not list Curator's reader and dlock's: $("${DL[@]}" status read --json)"
+release_holder dr
+wait_exit "$HOLDER_PID"
+[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dr.err")"
+rw_release cr
+no_nodes_left /dlock/read
+
+# 3. dlock's reader held: Curator's read lock is granted beside it, its write
+# lock is not (and its failed try leaves no node behind).
+start_holder dh shared --shared
+reader_fence=$(cat "$tmpdir/dh.fence")
+children /dlock/shared >"$tmpdir/children"
+read -r node czxid <"$tmpdir/children"
+[[ $node =~ $READ_NODE_RE ]] || fail "dlock named its reader node '$node', expected /$READ_NODE_RE/"
+[ "$czxid" = "czxid=$reader_fence" ] || fail "the reader's DLOCK_FENCE $reader_fence is not its node's $czxid"
+capture "${RW[@]}" /dlock/shared read try 5000
+[[ $rc = 0 && $out = acquired* ]] || fail "Curator's read lock beside dlock's reader: exit $rc, '$out'; stderr: $err"
+capture "${RW[@]}" /dlock/shared write try 1000
+[[ $rc = 75 && $out = busy ]] || fail "Curator's write lock beside dlock's reader: exit $rc, '$out' (expected 75, busy); stderr: $err"
+[ "$(zk_child_count /dlock/shared)" = 1 ] || fail "Curator's tries left nodes behind: $(children /dlock/shared)"
+
+# 4. A Curator writer waiting behind dlock's reader keeps new dlock readers
+# out; the reader's release hands it the lock by the watch; a dlock reader
+# that waits for it gets the lock once it lets go, with a fence above its.
+rw_hold cw2 /dlock/shared write
+wait_until -t 10 _has_children /dlock/shared 2 || fail "Curator's writer never queued; stderr: $(cat "$tmpdir/cw2.err")"
+[ "$(lock_waiters shared)" = 1 ] || fail "status shows $(lock_waiters shared) waiters while Curator's writer waits, expected 1"
+capture "${DL[@]}" run --shared shared -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "a new dlock reader exited $rc while Curator's writer waited, expected 75 (writer preference)"
+[ ! -e "$tmpdir/ran" ] || fail "a new dlock reader ran ahead of Curator's waiting writer"
+! grep -q '^acquired' "$tmpdir/cw2.out" || fail "Curator's writer got the lock beside dlock's reader"
+released=$(now_ms)
+release_holder dh
+wait_exit "$HOLDER_PID"
+[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+rw_wait_held cw2
+echo "Curator's writer got the lock $((RW_HELD_MS - released)) ms after dlock's reader was told to end (upper bound)"
+[ $((RW_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator's writer was not woken by the watch"
+[ "$RW_CZXID" -gt "$reader_fence" ] || fail "Curator's writer czxid $RW_CZXID is not above the reader's fence $reader_fence"
+# shellcheck disable=SC2016 # expanded by the job's shell
+"${DL[@]}" run --shared shared --wait 10s -- sh -c 'echo "$DLOCK_FENCE" >"$1"' sh "$tmpdir/waiter.fence" \
+  </dev/null >"$tmpdir/waiter.out" 2>"$tmpdir/waiter.err" &
+waiter=$!
+track "$waiter"
+wait_until -t 10 has_waiter shared || fail "the waiting dlock reader is not counted as a waiter"
+[ ! -e "$tmpdir/waiter.fence" ] || fail "a dlock reader ran beside Curator's write lock"
+rw_release cw2
+wait_exit "$waiter" 15
+[ "$rc" = 0 ] || fail "the waiting dlock reader exited $rc; stderr: $(cat "$tmpdir/waiter.err")"
+[ "$(cat "$tmpdir/waiter.fence")" -gt "$RW_CZXID" ] ||
+  fail "the reader's fence $(cat "$tmpdir/waiter.fence") is not above Curator's writer czxid $RW_CZXID"
+no_nodes_left /dlock/shared
+pass
