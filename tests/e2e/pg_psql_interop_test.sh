@@ -17,19 +17,9 @@ want=$(python3 -c 'import hashlib, struct, sys
 print(struct.unpack(">q", hashlib.sha256(("dlock " + sys.argv[1]).encode()).digest()[:8])[0])' "$name")
 [ "$key" = "$want" ] || fail "the documented SQL gives key $key for '$name', sha256 gives $want"
 
-# A psql session that lives through the test, reading SQL from a fifo
-# (psql_send SQL). Its backend's application_name is interop-psql.
-mkfifo "$tmpdir/psql.fifo"
-"$PSQL" <"$tmpdir/psql.fifo" >"$tmpdir/psql.out" 2>&1 &
-psql_pid=$!
-track "$psql_pid"
-exec 7>"$tmpdir/psql.fifo"
-psql_send() { printf '%s\n' "$1" >&7 || fail "psql (pid $psql_pid) no longer reads: $(cat "$tmpdir/psql.out")"; }
-psql_send "SET application_name = 'interop-psql';"
-psql_backend() { pg_sql "SELECT pid FROM pg_stat_activity WHERE application_name = 'interop-psql'"; }
-has_psql_backend() { [ -n "$(psql_backend)" ]; }
-wait_until has_psql_backend || fail "the psql session did not show up in pg_stat_activity: $(cat "$tmpdir/psql.out")"
-backend=$(psql_backend)
+# A psql session that lives through the test (psql_send SQL), backend
+# pid $backend.
+start_psql_session interop-psql
 held_by() { [ "$(pg_holder_pid "$1")" = "$2" ]; }
 
 # psql holds the lock: dlock is busy, and does not run its job.

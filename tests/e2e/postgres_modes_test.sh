@@ -20,18 +20,9 @@ use_postgres
 name=reports/modes
 key=$(pg_key "$name") || fail "could not compute the key of $name"
 
-# A psql session that lives through the test, reading SQL from a fifo.
-mkfifo "$tmpdir/psql.fifo"
-"$PSQL" <"$tmpdir/psql.fifo" >"$tmpdir/psql.out" 2>&1 &
-psql_pid=$!
-track "$psql_pid"
-exec 7>"$tmpdir/psql.fifo"
-psql_send() { printf '%s\n' "$1" >&7 || fail "psql (pid $psql_pid) no longer reads: $(cat "$tmpdir/psql.out")"; }
-psql_send "SET application_name = 'modes-psql';"
-psql_backend() { pg_sql "SELECT pid FROM pg_stat_activity WHERE application_name = 'modes-psql'"; }
-has_psql_backend() { [ -n "$(psql_backend)" ]; }
-wait_until has_psql_backend || fail "the psql session did not show up in pg_stat_activity: $(cat "$tmpdir/psql.out")"
-backend=$(psql_backend)
+# A psql session that lives through the test (psql_send SQL), backend
+# pid $backend.
+start_psql_session modes-psql
 # psql_holds KEY MODE: the psql session holds KEY in MODE (ExclusiveLock, ShareLock), or nothing ("").
 psql_holds() {
   [ "$("$PSQL" -c "SELECT string_agg(mode, ',') FROM pg_locks WHERE $_pg_key_match = $1 AND granted AND pid = $backend")" = "$2" ]

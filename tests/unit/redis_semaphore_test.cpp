@@ -3,6 +3,7 @@
 #include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
 #include "core/error.hpp"
+#include "redis_replies.hpp"
 #include "runner/keeper.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,29 +11,9 @@
 using namespace dlock;
 using namespace dlock::backend;
 using namespace dlock::backend::redis;
+using namespace redis_replies;
 
 namespace {
-
-Reply integer(long long value) {
-  Reply reply;
-  reply.type = Reply::Type::integer;
-  reply.integer = value;
-  return reply;
-}
-
-Reply text(std::string value) {
-  Reply reply;
-  reply.type = Reply::Type::string;
-  reply.str = std::move(value);
-  return reply;
-}
-
-Reply array(std::vector<Reply> elements) {
-  Reply reply;
-  reply.type = Reply::Type::array;
-  reply.elements = std::move(elements);
-  return reply;
-}
 
 Reply fields(const std::string &pid, const std::string &fence, const std::string &slot = "") {
   return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),

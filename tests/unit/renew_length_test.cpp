@@ -4,6 +4,7 @@
 #include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
 #include "fake_backend.hpp"
+#include "redis_replies.hpp"
 #include "runner/runner.hpp"
 
 #include <catch2/catch.hpp>
@@ -12,32 +13,8 @@
 
 using namespace dlock;
 using namespace dlock::backend::redis;
+using namespace redis_replies;
 using namespace std::chrono_literals;
-
-namespace {
-
-Reply integer(long long value) {
-  Reply reply;
-  reply.type = Reply::Type::integer;
-  reply.integer = value;
-  return reply;
-}
-
-Reply text(std::string value) {
-  Reply reply;
-  reply.type = Reply::Type::string;
-  reply.str = std::move(value);
-  return reply;
-}
-
-Reply array(std::vector<Reply> elements) {
-  Reply reply;
-  reply.type = Reply::Type::array;
-  reply.elements = std::move(elements);
-  return reply;
-}
-
-} // namespace
 
 TEST_CASE("the renew script's reply gives the length the server renewed for, or that the token lost") {
   auto renewed = read_renew_reply(array({integer(1), text("5000")}));

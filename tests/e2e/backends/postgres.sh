@@ -22,6 +22,10 @@
 #   pg_client_sessions     how many client sessions there are besides the
 #                          one asking
 #   pg_sql SQL             "$PSQL" -c SQL, failing the test on an error
+#   start_psql_session APP a psql session that lives through the test,
+#                          reading SQL from a fifo: psql_send SQL; its
+#                          backend's application_name is APP and its pid
+#                          $backend (psql_backend looks it up)
 #   postgres_server_pids   the postmaster's pid and its children's: the
 #                          server is every one of them (see server_freeze)
 #   postgres_server_kill   an immediate shutdown (no checkpoint), waited for
@@ -35,6 +39,21 @@ use_postgres() {
   # shellcheck disable=SC2034 # PSQL is for the caller
   PSQL=$DLOCK_TEST_PG_PSQL
 }
+
+start_psql_session() {
+  _psql_app=$1
+  mkfifo "$tmpdir/psql.fifo"
+  "$PSQL" <"$tmpdir/psql.fifo" >"$tmpdir/psql.out" 2>&1 &
+  psql_pid=$!
+  track "$psql_pid"
+  exec 7>"$tmpdir/psql.fifo"
+  psql_send "SET application_name = '$_psql_app';"
+  wait_until has_psql_backend || fail "the psql session did not show up in pg_stat_activity: $(cat "$tmpdir/psql.out")"
+  backend=$(psql_backend)
+}
+psql_send() { printf '%s\n' "$1" >&7 || fail "psql (pid $psql_pid) no longer reads: $(cat "$tmpdir/psql.out")"; }
+psql_backend() { pg_sql "SELECT pid FROM pg_stat_activity WHERE application_name = '$_psql_app'"; }
+has_psql_backend() { [ -n "$(psql_backend)" ]; }
 
 pg_sql() {
   local result
