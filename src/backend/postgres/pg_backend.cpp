@@ -1,6 +1,15 @@
+// The PostgreSQL backend (see pg_backend.hpp). This file holds the
+// backend itself: taking a lock (the name's key, or a semaphore's slots,
+// waited for server-side), renewing, releasing, ping, and the keys'
+// numbers. pg_inspect.cpp holds the reading side: status, list and the
+// holders that release --force ends, from pg_locks and the holders' notes
+// in pg_stat_activity, the check that refuses a name held in another mode,
+// and the notes' format (note_in). pg_connection.cpp drives one libpq
+// connection, pg_session.cpp sets up the session that holds a lock.
 #include "backend/postgres/pg_backend.hpp"
 
 #include "backend/postgres/pg_connection.hpp"
+#include "backend/postgres/pg_inspect.hpp"
 #include "backend/postgres/pg_session.hpp"
 #include "core/error.hpp"
 #include "core/holder_json.hpp"
@@ -8,7 +17,6 @@
 #include "core/sha256.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -19,36 +27,6 @@ namespace dlock::backend::postgres {
 
 namespace {
 
-// The key is computed here and sent as a number: a fresh server session
-// would spend most of a millisecond looking up the functions of the SQL
-// that psql users are given (advisory_key in the header).
-constexpr const char *k_key = "$1::bigint";
-
-// pg_locks shows an advisory lock on one bigint as classid (high 32 bits),
-// objid (low 32 bits) and objsubid 1, in the current database.
-std::string lock_rows_where() {
-  return fmt::format("l.locktype = 'advisory' AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE "
-                     "datname = current_database()) AND l.classid::bigint = ({0} >> 32) & 4294967295 AND "
-                     "l.objid::bigint = {0} & 4294967295",
-                     k_key);
-}
-
-// The holder's note travels as a comment in the SQL the lock's session
-// runs, so that others read it in pg_stat_activity.query. Comments nest in
-// PostgreSQL: neither "/*" nor "*/" may appear inside.
-std::string note_comment(const nlohmann::json &note) {
-  std::string text = note.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  for (std::size_t at = 0; (at = text.find("/*", at)) != std::string::npos;)
-    text.replace(at, 2, "/ *");
-  for (std::size_t at = 0; (at = text.find("*/", at)) != std::string::npos;)
-    text.replace(at, 2, "* /");
-  return " /* dlock " + text + " */";
-}
-
-// The note of a long statement goes first: pg_stat_activity keeps only the
-// first track_activity_query_size bytes (1 kB by default) of a statement.
-std::string note_first(const std::string &comment) { return comment.substr(1); }
-
 // The columns that take the fence, in the statement that got the lock: the
 // xid is taken only when the lock was, and made durable: a transaction
 // that writes no WAL commits without flushing it, and after a crash its xid
@@ -58,40 +36,11 @@ std::string note_first(const std::string &comment) { return comment.substr(1); }
 // writer before it, a writer's that of every holder before it.
 constexpr const char *k_fence_columns = "txid_current(), pg_logical_emit_message(true, 'dlock', '')";
 
-// The mode a holder's note gives (none: an exclusive lock, as dlock wrote
-// it before the other modes), and the limit of a semaphore's.
-struct NotedHold {
-  HoldMode mode = HoldMode::exclusive;
-  unsigned limit = 1;
-};
-
-NotedHold hold_in(const nlohmann::json &note) {
-  NotedHold hold;
-  std::string mode = note.contains("mode") && note["mode"].is_string() ? note["mode"].get<std::string>() : "";
-  if (mode == "shared") hold.mode = HoldMode::shared;
-  if (mode == "semaphore" && note.contains("limit") && note["limit"].is_number_unsigned()) {
-    auto limit = note["limit"].get<std::uint64_t>();
-    if (limit >= 1 && limit <= max_limit) hold = {HoldMode::semaphore, static_cast<unsigned>(limit)};
-  }
-  return hold;
-}
-
-std::string describe_hold(const NotedHold &hold) {
-  if (hold.mode == HoldMode::semaphore) return fmt::format("a semaphore of {} (--limit {})", hold.limit, hold.limit);
-  return hold.mode == HoldMode::shared ? "a shared lock (--shared)" : "an exclusive lock";
-}
-
-// A PostgreSQL array literal of numbers, for unnest($n::bigint[]).
-template <typename Number> std::string array_of(const std::vector<Number> &numbers) {
-  std::string text = "{";
-  for (std::size_t i = 0; i < numbers.size(); ++i)
-    text += (i ? "," : "") + std::to_string(numbers[i]);
-  return text + "}";
-}
-
 class PostgresBackend : public TakingBackend {
 public:
-  explicit PostgresBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {}
+  explicit PostgresBackend(const BackendConfig &config)
+      : m_config(config), m_label(config.url.redacted()),
+        m_inspector(config.lock_namespace, m_label, config.connect_timeout) {}
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
@@ -171,12 +120,12 @@ public:
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
-    auto found = inspect(name);
+    auto found = m_inspector.inspect(inspect_session(), name);
     if (!found.status.held) return std::nullopt;
     // A shared lock or a semaphore: every holder's session.
     for (int pid : found.backend_pids) {
-      Rows rows = inspector().query("SELECT pg_terminate_backend($1::int)", {std::to_string(pid)},
-                                    SteadyClock::now() + m_config.connect_timeout);
+      Rows rows = inspect_session().query("SELECT pg_terminate_backend($1::int)", {std::to_string(pid)},
+                                          SteadyClock::now() + m_config.connect_timeout);
       if (!rows.ok()) {
         if (rows.sqlstate == "42501")
           throw Error(ExitCode::auth, fmt::format("{}: not allowed to end the holder's session (backend pid {}): {}",
@@ -187,27 +136,10 @@ public:
     return found.status;
   }
 
-  LockStatus status(const std::string &name) override { return inspect(name).status; }
+  LockStatus status(const std::string &name) override { return m_inspector.inspect(inspect_session(), name).status; }
 
   std::vector<LockStatus> list(const std::string &prefix) override {
-    Rows rows = inspector().query(
-        "SELECT a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND "
-        "l.granted AND l.objsubid = 1 AND a.application_name LIKE 'dlock:%'",
-        {}, SteadyClock::now() + m_config.connect_timeout);
-    if (!rows.ok()) throw UnavailableError(fmt::format("{}: cannot list locks: {}", m_label, rows.error));
-    std::vector<std::string> names;
-    for (const auto &row : rows.rows) {
-      auto note = row[0] ? note_in(*row[0]) : std::nullopt;
-      if (!note || note->value("ns", "") != m_config.lock_namespace) continue;
-      std::string name = note->value("name", "");
-      if (!name.empty() && name.rfind(prefix, 0) == 0) names.push_back(name);
-    }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    std::vector<LockStatus> out;
-    for (const auto &name : names)
-      if (auto found = inspect(name); found.status.held) out.push_back(std::move(found.status));
-    return out;
+    return m_inspector.list(inspect_session(), prefix);
   }
 
   PingResult ping() override {
@@ -216,7 +148,7 @@ public:
     health.address = m_label;
     auto started = SteadyClock::now();
     try {
-      PgConnection &connection = inspector();
+      PgConnection &connection = inspect_session();
       auto sent = SteadyClock::now();
       Rows first = connection.query("SELECT pg_backend_pid()", {}, sent + m_config.connect_timeout);
       health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
@@ -272,20 +204,6 @@ private:
     Millis length{};
   };
 
-  struct Found {
-    LockStatus status;
-    std::vector<int> backend_pids; // the holders' sessions
-  };
-
-  // A session holding the name's key, as inspect() reads it.
-  struct Session {
-    int pid = 0;
-    std::string address;
-    std::optional<std::string> query;
-    std::optional<nlohmann::json> note;
-    bool share = false; // pg_advisory_lock_shared
-  };
-
   // One statement on a lock's session: what it returned, and when it was
   // sent (t0, when it took the lock).
   struct Answer {
@@ -295,22 +213,9 @@ private:
 
   enum class Waited { granted, timed_out, interrupted };
 
-  // The key parameter ($1) of every statement about lock `name`.
-  std::string key_of(const std::string &name) const {
-    return std::to_string(advisory_key(m_config.lock_namespace + " " + name));
-  }
-
   // Slot K of semaphore `name`: the key of "NS NAME K" (see the header).
   std::string slot_key_of(const std::string &name, unsigned slot) const {
     return std::to_string(advisory_key(slot_key_text(m_config.lock_namespace, name, slot)));
-  }
-
-  // The keys of `slots` of semaphore `name`, as an array literal.
-  std::string slot_keys_of(const std::string &name, const std::vector<unsigned> &slots) const {
-    std::vector<std::int64_t> keys;
-    for (unsigned slot : slots)
-      keys.push_back(advisory_key(slot_key_text(m_config.lock_namespace, name, slot)));
-    return array_of(keys);
   }
 
   SteadyClock::time_point round_trip() const { return SteadyClock::now() + m_config.connect_timeout; }
@@ -336,9 +241,10 @@ private:
     return std::make_unique<PgConnection>(keywords, values, SteadyClock::now() + m_config.connect_timeout, m_label);
   }
 
-  PgConnection &inspector() {
-    if (!m_inspector || m_inspector->broken()) m_inspector = connect("dlock (inspect)", Millis(30'000));
-    return *m_inspector;
+  PgConnection &inspect_session() {
+    if (!m_inspect_session || m_inspect_session->broken())
+      m_inspect_session = connect("dlock (inspect)", Millis(30'000));
+    return *m_inspect_session;
   }
 
   // The note says how the lock is held, so that other acquirers can tell a
@@ -359,7 +265,7 @@ private:
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
     auto connection = connect("dlock:" + request.name, request.ttl);
-    std::string key = key_of(request.name);
+    std::string key = key_of(m_config.lock_namespace, request.name);
     std::string comment = note_comment(note_for(request, std::nullopt, std::nullopt));
     std::optional<Answer> got = request.mode == HoldMode::semaphore
                                     ? take_slot(*connection, request, key, comment, wait, deadline, interrupt)
@@ -388,7 +294,8 @@ private:
     // name in another way.
     std::string note = note_comment(note_for(request, fence, slot));
     if (request.mode != HoldMode::exclusive)
-      if (auto mixed = mixed_with(*connection, request, key, note)) refuse_mode(request, "postgres", *mixed);
+      if (auto mixed = m_inspector.mixed_with(*connection, request, key, note))
+        refuse_mode(request, "postgres", *mixed);
     connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
     Held held{std::move(connection), "", {}, note, request.ttl, got->sent + request.ttl, request.ttl};
@@ -431,10 +338,11 @@ private:
                                                k_fence_columns, shared, k_key,
                                                session_settings(connection.server_version()), comment),
                                    {key}, round_trip());
-    if (!answer.rows.ok()) fail(answer.rows);
+    if (!answer.rows.ok()) fail(m_label, answer.rows);
     if (!answer.rows.rows.empty()) return answer;
     if (request.mode == HoldMode::exclusive)
-      if (auto mixed = mixed_with(connection, request, key, comment)) refuse_mode(request, "postgres", *mixed);
+      if (auto mixed = m_inspector.mixed_with(connection, request, key, comment))
+        refuse_mode(request, "postgres", *mixed);
     if (!wait) return std::nullopt;
     std::string call = fmt::format("pg_advisory_lock{}", shared);
     if (block_on(connection, call, key, deadline, *interrupt, comment, answer) != Waited::granted) return std::nullopt;
@@ -452,7 +360,7 @@ private:
       unsigned start = std::uniform_int_distribution<unsigned>(0, request.limit - 1)(m_random);
       for (unsigned i = 0; i < request.limit; ++i)
         order[i] = (start + i) % request.limit;
-      return std::vector<std::string>{slot_keys_of(request.name, order), array_of(order)};
+      return std::vector<std::string>{slot_keys_of(m_config.lock_namespace, request.name, order), array_of(order)};
     };
     // The slot scan stops at the first slot it gets (LIMIT 1 over a
     // function scan evaluates its filter row by row); CASE keeps it from
@@ -468,14 +376,15 @@ private:
                     "pg_try_advisory_lock(u.key) ELSE false END LIMIT 1) s ON true",
                     note_first(comment), k_key, session_settings(connection.server_version())),
         params, round_trip());
-    if (!first.ok()) fail(first);
+    if (!first.ok()) fail(m_label, first);
     if (first.rows.size() != 1 || first.rows[0].size() != 4)
       throw Error(ExitCode::internal, fmt::format("{}: unexpected answer to the lock query", m_label));
     if (first.rows[0][2]) {
       answer.rows = std::move(first);
       return answer;
     }
-    if (auto mixed = mixed_with(connection, request, key, comment)) refuse_mode(request, "postgres", *mixed);
+    if (auto mixed = m_inspector.mixed_with(connection, request, key, comment))
+      refuse_mode(request, "postgres", *mixed);
     if (!wait) return std::nullopt;
     if (first.rows[0][3] != std::optional<std::string>("t") &&
         block_on(connection, "pg_advisory_lock_shared", key, deadline, *interrupt, comment, answer, false) !=
@@ -494,7 +403,7 @@ private:
                       "slot) WHERE pg_try_advisory_lock(u.key) LIMIT 1) s",
                       note_first(comment), k_fence_columns),
           params, round_trip());
-      if (!answer.rows.ok()) fail(answer.rows);
+      if (!answer.rows.ok()) fail(m_label, answer.rows);
       if (!answer.rows.rows.empty()) return answer;
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return std::nullopt;
@@ -521,7 +430,7 @@ private:
     // error, is off: see startup_options.)
     Rows set = connection.query("SELECT set_config('lock_timeout', $1, false)" + comment, {std::to_string(left) + "ms"},
                                 round_trip());
-    if (!set.ok()) fail(set);
+    if (!set.ok()) fail(m_label, set);
     std::string columns = (fence ? std::string(k_fence_columns) : std::string("1")) + extra;
     answer.sent = SteadyClock::now();
     auto client_deadline = until ? *until + m_config.connect_timeout : SteadyClock::time_point::max();
@@ -546,175 +455,19 @@ private:
                               {key}, round_trip());
       if (rows.ok() && rows.rows.empty()) return Waited::timed_out;
     }
-    if (!rows.ok()) fail(rows);
+    if (!rows.ok()) fail(m_label, rows);
     return Waited::granted;
-  }
-
-  // Why `request` cannot have its name while dlock holders of the name's
-  // key hold it another way: a semaphore beside an exclusive or shared
-  // lock, or with another limit. nullopt: nobody does, as far as the notes
-  // that this role may read in pg_stat_activity tell. It runs on the lock's
-  // own session, with its note: of two acquirers that check at once, the
-  // later one sees the earlier, whose note was there before its lock was.
-  std::optional<std::string> mixed_with(PgConnection &connection, const LockRequest &request, const std::string &key,
-                                        const std::string &comment) {
-    Rows rows = connection.query(
-        fmt::format("{} SELECT a.query, host(a.client_addr), l.pid FROM pg_locks l JOIN pg_stat_activity a ON "
-                    "a.pid = l.pid WHERE {} AND l.granted AND l.pid <> pg_backend_pid()",
-                    note_first(comment), lock_rows_where()),
-        {key}, round_trip());
-    if (!rows.ok()) fail(rows);
-    for (const auto &row : rows.rows) {
-      auto note = row[0] ? note_in(*row[0]) : std::nullopt;
-      if (!note || note->value("ns", "") != m_config.lock_namespace || note->value("name", "") != request.name)
-        continue;
-      NotedHold other = hold_in(*note);
-      bool one_semaphore = (other.mode == HoldMode::semaphore) != (request.mode == HoldMode::semaphore);
-      if (!one_semaphore && (other.mode != HoldMode::semaphore || other.limit == request.limit)) continue;
-      auto holder = holder_in(*note);
-      return fmt::format("it is held as {}{} (server session pid {})", describe_hold(other),
-                         holder ? fmt::format(" by pid {} on {}", holder->pid, holder->host) : "",
-                         row[2] ? *row[2] : "?");
-    }
-    return std::nullopt;
-  }
-
-  Found inspect(const std::string &name) {
-    Rows rows = inspector().query(
-        fmt::format("SELECT l.granted, l.pid, host(a.client_addr), a.query, l.mode FROM pg_locks l LEFT JOIN "
-                    "pg_stat_activity a ON a.pid = l.pid WHERE {}",
-                    lock_rows_where()),
-        {key_of(name)}, round_trip());
-    if (!rows.ok()) throw UnavailableError(fmt::format("{}: cannot read pg_locks: {}", m_label, rows.error));
-    Found found;
-    found.status.name = name;
-    std::int64_t waiters = 0;
-    std::vector<Session> sessions;
-    std::optional<unsigned> limit;
-    for (const auto &row : rows.rows) {
-      if (row[0] != std::optional<std::string>("t")) {
-        ++waiters;
-        continue;
-      }
-      Session session;
-      session.pid = row[1] ? std::stoi(*row[1]) : 0;
-      session.address = row[2] ? *row[2] : "a local socket";
-      session.query = row[3];
-      session.note = row[3] ? note_in(*row[3]) : std::nullopt;
-      session.share = row[4] == std::optional<std::string>("ShareLock");
-      if (session.note && hold_in(*session.note).mode == HoldMode::semaphore) limit = hold_in(*session.note).limit;
-      sessions.push_back(std::move(session));
-    }
-    found.status.waiters = waiters;
-    if (sessions.empty()) return found;
-    found.status.held = true;
-    if (limit) return inspect_slots(name, *limit, sessions.size(), std::move(found));
-    bool shared = std::any_of(sessions.begin(), sessions.end(), [](const Session &s) { return s.share; });
-    if (!shared) {
-      const Session &one = sessions.front();
-      found.backend_pids = {one.pid};
-      if (one.note) {
-        found.status.holder = holder_in(*one.note);
-        if (one.note->contains("fence")) found.status.fence = one.note->value("fence", std::uint64_t{0});
-      }
-      found.status.detail = describe_session(one, found.status.holder.has_value());
-      return found;
-    }
-    found.status.mode = HoldMode::shared;
-    std::vector<std::string> others;
-    for (const auto &session : sessions) {
-      found.backend_pids.push_back(session.pid);
-      auto holder = session.note ? holder_in(*session.note) : std::nullopt;
-      if (!holder) {
-        others.push_back(describe_session(session, false));
-        continue;
-      }
-      HolderStatus entry;
-      entry.info = *holder;
-      if (session.note->contains("fence")) entry.fence = session.note->value("fence", std::uint64_t{0});
-      found.status.holders.push_back(std::move(entry));
-    }
-    found.status.detail = fmt::format("{} server session(s) share the lock", sessions.size());
-    if (!others.empty()) found.status.detail += "; " + fmt::format("{}", fmt::join(others, "; "));
-    return found;
-  }
-
-  // A semaphore of `limit`: its holders are the sessions on its slot keys.
-  // Its waiters are the sessions on the name's key that hold no slot (they
-  // wait for one, or scan for one between two waits) and those that wait
-  // for the name's key itself.
-  Found inspect_slots(const std::string &name, unsigned limit, std::size_t on_key, Found found) {
-    found.status.mode = HoldMode::semaphore;
-    found.status.limit = limit;
-    std::vector<unsigned> slots(limit);
-    for (unsigned k = 0; k < limit; ++k)
-      slots[k] = k;
-    Rows rows = inspector().query(
-        "SELECT u.slot, l.granted, l.pid, a.query FROM unnest($1::bigint[], $2::int[]) AS u(key, slot) JOIN pg_locks "
-        "l ON l.locktype = 'advisory' AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname "
-        "= current_database()) AND l.classid::bigint = (u.key >> 32) & 4294967295 AND l.objid::bigint = u.key & "
-        "4294967295 LEFT JOIN pg_stat_activity a ON a.pid = l.pid ORDER BY u.slot",
-        {slot_keys_of(name, slots), array_of(slots)}, round_trip());
-    if (!rows.ok()) throw UnavailableError(fmt::format("{}: cannot read pg_locks: {}", m_label, rows.error));
-    unsigned foreign = 0;
-    for (const auto &row : rows.rows) {
-      if (row[1] != std::optional<std::string>("t")) continue;
-      if (row[2]) found.backend_pids.push_back(std::stoi(*row[2]));
-      auto note = row[3] ? note_in(*row[3]) : std::nullopt;
-      auto holder = note ? holder_in(*note) : std::nullopt;
-      if (!holder) {
-        ++foreign;
-        continue;
-      }
-      HolderStatus entry;
-      entry.info = *holder;
-      if (note->contains("fence")) entry.fence = note->value("fence", std::uint64_t{0});
-      entry.slot = row[0] ? std::optional<unsigned>(static_cast<unsigned>(std::stoul(*row[0]))) : std::nullopt;
-      found.status.holders.push_back(std::move(entry));
-    }
-    auto holders = static_cast<std::int64_t>(found.backend_pids.size());
-    found.status.waiters =
-        found.status.waiters.value_or(0) + std::max<std::int64_t>(0, static_cast<std::int64_t>(on_key) - holders);
-    found.status.held = holders > 0;
-    found.status.detail = fmt::format("{} of {} slot(s) held", found.backend_pids.size(), limit);
-    if (foreign) found.status.detail += fmt::format(", {} by sessions without a readable holder note", foreign);
-    return found;
-  }
-
-  std::string describe_session(const Session &session, bool noted) const {
-    if (noted) return fmt::format("server session pid {} from {}", session.pid, session.address);
-    if (session.query == std::optional<std::string>("<insufficient privilege>"))
-      return fmt::format("server session pid {} of another role: its holder is not visible to this one "
-                         "(pg_read_all_stats would show it)",
-                         session.pid);
-    return fmt::format("server session pid {} from {}, not dlock's (no holder note)", session.pid, session.address);
-  }
-
-  [[noreturn]] void fail(const Rows &rows) const {
-    if (rows.sqlstate.rfind("28", 0) == 0 || rows.sqlstate == "42501")
-      throw Error(ExitCode::auth, fmt::format("{}: {}", m_label, rows.error));
-    throw UnavailableError(fmt::format("{}: {} (SQLSTATE {})", m_label, rows.error, rows.sqlstate));
   }
 
   BackendConfig m_config;
   std::string m_label;
+  PgInspector m_inspector;
   std::map<std::string, Held> m_held; // by release token
-  std::unique_ptr<PgConnection> m_inspector;
+  std::unique_ptr<PgConnection> m_inspect_session;
   std::mt19937 m_random{std::random_device{}()};
 };
 
 } // namespace
-
-std::optional<nlohmann::json> note_in(const std::string &query) {
-  auto start = query.find("/* dlock {");
-  if (start == std::string::npos) return std::nullopt;
-  start += 9;
-  auto end = query.rfind(" */");
-  if (end == std::string::npos || end < start) return std::nullopt;
-  auto doc = nlohmann::json::parse(query.substr(start, end - start), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  return doc;
-}
 
 std::int64_t advisory_key(std::string_view key_text) {
   auto digest = sha256(key_text);

@@ -32,6 +32,10 @@ struct Rows {
   bool ok() const { return sqlstate.empty(); }
 };
 
+// Throws the dlock::Error of a statement that failed with `rows`: 77 for
+// refused credentials or privileges, 69 otherwise. `label`: the server.
+[[noreturn]] void fail(const std::string &label, const Rows &rows);
+
 // One libpq connection driven without blocking: every step waits on the
 // socket with poll() until a deadline of ours (libpq's own connect_timeout
 // counts whole seconds and queries have none).
