@@ -84,4 +84,26 @@ for part in readers readers-info writer-waiting; do
   wait_until test "$("$RCLI" EXISTS "$(redis_key rs "$part")")" = 0 ||
     fail "$(redis_key rs "$part") is left after the last reader"
 done
+
+# A reader taken by acquire releases with its token; readers and a
+# semaphore on one name refuse each other (78); --force breaks every reader.
+capture "${DL[@]}" acquire ka --shared --ttl 3s
+[ "$rc" = 0 ] || fail "acquire --shared ka exited $rc; stderr: $err"
+token=$out
+[[ $token == rd-* ]] || fail "acquire --shared printed no reader's token"
+capture "${DL[@]}" run --limit 3 ka -- true
+[ "$rc" = 78 ] || fail "a semaphore on a name held by a reader exited $rc, expected 78; stderr: $err"
+assert_one_line_message "a semaphore on a name held by a reader" "$err"
+capture "${DL[@]}" release ka "$token"
+[ "$rc" = 0 ] || fail "release of a reader taken by acquire exited $rc; stderr: $err"
+is_free ka || fail "ka is still held after its reader's release"
+start_holder s1 ks --limit 2
+capture "${DL[@]}" run --shared ks -- true
+[ "$rc" = 78 ] || fail "a reader on a semaphore of 2 exited $rc, expected 78; stderr: $err"
+release_holder s1
+start_holder f1 kf --shared
+start_holder f2 kf --shared
+capture "${DL[@]}" release --force kf
+[ "$rc" = 0 ] || fail "release --force of a name held by two readers exited $rc; stderr: $err"
+is_free kf || fail "kf is still held after release --force"
 pass
