@@ -43,6 +43,7 @@ has_readers rs 1 || fail "the live reader lost its share: $(readers rs) readers"
 # A waiting writer keeps a new reader out, then gets the lock once the
 # reader leaves.
 mkfifo "$tmpdir/w1.go"
+# shellcheck disable=SC2016 # expanded by the job's shell
 "${DL[@]}" run rs --wait 20s --ttl 2s -- sh -c 'touch "$1.in"; read -r _ <"$1.go"' sh "$tmpdir/w1" \
   </dev/null 2>"$tmpdir/w1.err" &
 writer=$!
