@@ -32,7 +32,11 @@ Offer offer() {
   if (is({"etcd", "etcds"})) return {.shared = true, .writer_preference = true};
   if (is({"file"})) return {.shared = true, .semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
   if (is({"redis", "rediss", "redis+unix", "redis-sentinel"}))
-    return {.semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
+    return {.shared = true,
+            .semaphore = true,
+            .writer_preference = true,
+            .detects_mixed_limits = true,
+            .numbers_slots = true};
   // PostgreSQL: pg_advisory_lock_shared on the name's key; slots are keys
   // of their own. Its lock manager queues a new shared request behind a
   // waiting exclusive one.

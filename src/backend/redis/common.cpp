@@ -22,7 +22,8 @@ std::string tag_head(const std::string &lock_namespace) {
 
 Keys keys_for(const std::string &lock_namespace, const std::string &name) {
   std::string tag = tag_head(lock_namespace) + name + "}";
-  return {tag + ":lock", tag + ":info", tag + ":fence", tag + ":released", tag + ":sem", tag + ":sem-info"};
+  return {tag + ":lock",     tag + ":info",    tag + ":fence",        tag + ":released",      tag + ":sem",
+          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":writer-waiting"};
 }
 
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
@@ -33,8 +34,17 @@ std::vector<std::string> script_command(const char *script, const Keys &keys, st
 
 std::vector<std::string> semaphore_command(const std::string &script, const Keys &keys,
                                            std::initializer_list<std::string> args) {
-  std::vector<std::string> command = {
-      "EVAL", script, "5", keys.lock, keys.info, keys.fence, keys.semaphore, keys.semaphore_info};
+  std::vector<std::string> command = {"EVAL",
+                                      script,
+                                      "8",
+                                      keys.lock,
+                                      keys.info,
+                                      keys.fence,
+                                      keys.semaphore,
+                                      keys.semaphore_info,
+                                      keys.readers,
+                                      keys.readers_info,
+                                      keys.writers_waiting};
   command.insert(command.end(), args);
   return command;
 }
@@ -44,6 +54,44 @@ std::string new_semaphore_token() { return std::string(k_semaphore_token_prefix)
 bool is_semaphore_token(std::string_view token) {
   return token.size() > k_semaphore_token_prefix.size() &&
          token.compare(0, k_semaphore_token_prefix.size(), k_semaphore_token_prefix) == 0;
+}
+
+namespace {
+
+// One {pttl, holder fields} entry of the status script's reply.
+HolderStatus holder_status(const Reply &entry, const std::string &what, const std::string &name,
+                           const std::string &key) {
+  if (entry.type != Reply::Type::array || entry.elements.size() != 2 || entry.elements[1].type != Reply::Type::array)
+    throw UnavailableError(
+        fmt::format("unexpected reply about {} '{}' ({}): not a server dlock can talk to", what, name, key));
+  HolderStatus holder;
+  holder.info = holder_from(entry.elements[1]);
+  holder.fence = fence_from(entry.elements[1]);
+  if (auto left = to_integer(entry.elements[0].str); left && *left >= 0) holder.time_left = Millis(*left);
+  return holder;
+}
+
+} // namespace
+
+std::string new_shared_token() { return std::string(k_shared_token_prefix) + random_hex(16); }
+
+bool is_shared_token(std::string_view token) {
+  return token.size() > k_shared_token_prefix.size() &&
+         token.compare(0, k_shared_token_prefix.size(), k_shared_token_prefix) == 0;
+}
+
+void add_shared_status(LockStatus &status, const Reply &reply, const Keys &keys) {
+  if (status.held || reply.elements.size() < 6 || reply.elements[5].type != Reply::Type::array ||
+      reply.elements[5].elements.empty())
+    return;
+  status.held = true;
+  status.mode = HoldMode::shared;
+  status.detail = fmt::format("key {}", keys.readers);
+  // The name's last fence is no reader's; each reader has its own.
+  status.fence.reset();
+  status.time_left.reset();
+  for (const Reply &entry : reply.elements[5].elements)
+    status.holders.push_back(holder_status(entry, "shared lock", status.name, keys.readers));
 }
 
 void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &keys) {
@@ -59,13 +107,7 @@ void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &ke
   status.fence.reset();
   status.time_left.reset();
   for (const Reply &entry : reply.elements[4].elements) {
-    if (entry.type != Reply::Type::array || entry.elements.size() != 2 || entry.elements[1].type != Reply::Type::array)
-      throw UnavailableError(fmt::format("unexpected reply about semaphore '{}' ({}): not a server dlock can talk to",
-                                         status.name, keys.semaphore));
-    HolderStatus holder;
-    holder.info = holder_from(entry.elements[1]);
-    holder.fence = fence_from(entry.elements[1]);
-    if (auto left = to_integer(entry.elements[0].str); left && *left >= 0) holder.time_left = Millis(*left);
+    HolderStatus holder = holder_status(entry, "semaphore", status.name, keys.semaphore);
     const Reply &values = entry.elements[1];
     for (std::size_t i = 0; i + 1 < values.elements.size(); i += 2)
       if (values.elements[i].str == "slot")

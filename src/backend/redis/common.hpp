@@ -19,9 +19,12 @@ constexpr int k_default_port = 6379;
 
 // The keys of one lock; all share the hash tag {NS:NAME}. `semaphore`
 // and `semaphore_info` (`{NS:NAME}:sem`, `{NS:NAME}:sem-info`) hold a
-// semaphore (--limit N) on the single-server backend (scripts.hpp).
+// semaphore (--limit N) on the single-server backend (scripts.hpp);
+// `readers`, `readers_info` and `writers_waiting` (`{NS:NAME}:readers`,
+// `{NS:NAME}:readers-info`, `{NS:NAME}:writer-waiting`) the readers of a
+// shared lock (--shared), whose writer is the exclusive lock.
 struct Keys {
-  std::string lock, info, fence, channel, semaphore, semaphore_info;
+  std::string lock, info, fence, channel, semaphore, semaphore_info, readers, readers_info, writers_waiting;
 };
 
 // "{NS:": the start of every key of a namespace. A ':' in the namespace is
@@ -32,7 +35,7 @@ Keys keys_for(const std::string &lock_namespace, const std::string &name);
 
 // EVAL of one of the scripts in scripts.hpp on a lock's three keys.
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args);
-// The same on all five keys, the semaphore's too.
+// The same on all eight keys, the semaphore's and the readers' too.
 std::vector<std::string> semaphore_command(const std::string &script, const Keys &keys,
                                            std::initializer_list<std::string> args);
 
@@ -49,6 +52,18 @@ bool is_semaphore_token(std::string_view token);
 // each (with its slot number); its fence and time left are theirs, not
 // the name's.
 void add_semaphore_status(LockStatus &status, const Reply &reply, const Keys &keys);
+
+// A reader's token (--shared): "rd-" and 32 hex digits, so that renew and
+// release from (name, token) know the layout.
+inline constexpr std::string_view k_shared_token_prefix = "rd-";
+std::string new_shared_token();
+bool is_shared_token(std::string_view token);
+
+// Fills in the readers' part of the status script's reply: {..., {{pttl,
+// holder fields}, ...}} at index 5. A name no writer holds but live readers
+// do is held shared, one HolderStatus per reader with its fence and time
+// left.
+void add_shared_status(LockStatus &status, const Reply &reply, const Keys &keys);
 
 std::optional<long long> to_integer(std::string_view text);
 int parse_db(std::string_view text, const std::string &url);

@@ -74,7 +74,6 @@ public:
   }
 
   AcquireResult try_acquire(const LockRequest &request) override {
-    if (request.mode == HoldMode::shared) refuse_mode(request, "redis", "not offered by this backend yet");
     Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name)));
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
@@ -82,12 +81,21 @@ public:
 
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
-    if (request.mode == HoldMode::shared) refuse_mode(request, "redis", "not offered by this backend yet");
     Keys keys = keys_for(request.name);
     // A free lock costs no subscription. Otherwise every attempt that may
     // be followed by a wait is made while subscribed: a release published
     // between that attempt and the wait is already in the socket, not lost.
-    AcquireCommand command = acquire_command(request, keys);
+    // A writer's busy attempts enter it among the waiting writers, which
+    // keeps new readers out; it leaves them when it gets the lock or gives up.
+    bool writer = request.mode == HoldMode::exclusive;
+    AcquireCommand command = acquire_command(request, keys, writer ? k_writer_waiting : Millis(0));
+    auto give_up = [&](AcquireResult result) {
+      if (writer) try {
+          main().pipeline({semaphore_command(lua::shared::stop_waiting, keys, {command.token})});
+        } catch (const Error &) { // its waiting lease runs out on its own
+        }
+      return result;
+    };
     try {
       if (Attempt first = attempt_once(request, command); first.lease)
         return {AcquireOutcome::acquired, std::move(first.lease), 0};
@@ -95,7 +103,7 @@ public:
       // A failover under way: wait for it like for any other holder.
       detail(1, "waiting on '{}': {}", request.name, away.what());
     }
-    if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+    if (deadline && SteadyClock::now() >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
     auto subscriber = std::make_unique<Connection>(master(), m_options);
     bool subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
     bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
@@ -103,7 +111,7 @@ public:
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
     AwayBackoff backoff;
     for (;;) {
-      if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
+      if (int signo = interrupt.requested()) return give_up({AcquireOutcome::interrupted, std::nullopt, signo});
       Attempt attempt;
       try {
         if (pubsub && !subscribed) {
@@ -124,11 +132,13 @@ public:
       }
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       auto now = SteadyClock::now();
-      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      if (deadline && now >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
       // Fallback if the holder dies without publishing: retry when its
       // lease runs out, with jitter so that waiters do not stampede.
       // Without pub/sub (an ACL may forbid it) this is the only wake-up.
-      auto wake = retry_at(now, attempt.holder_pttl, subscribed ? Millis::max() : Millis(250), random);
+      // A writer tries again well within its waiting lease, renewing it.
+      Millis cap = subscribed ? Millis::max() : Millis(250);
+      auto wake = retry_at(now, attempt.holder_pttl, writer ? std::min(cap, k_writer_waiting / 4) : cap, random);
       if (deadline) wake = std::min(wake, *deadline);
       if (subscribed) {
         try {
@@ -150,12 +160,12 @@ public:
     Keys keys = keys_for(lease.name);
     RenewResult result;
     result.sent_at = SteadyClock::now();
+    std::initializer_list<std::string> args = {lease.token, std::to_string(std::max(ttl, Millis(0)).count()),
+                                               std::to_string(k_unrecorded_length.count())};
     std::vector<std::string> command =
-        is_semaphore_token(lease.token)
-            ? semaphore_command(lua::semaphore::renew, keys,
-                                {lease.token, std::to_string(std::max(ttl, Millis(0)).count()),
-                                 std::to_string(k_unrecorded_length.count())})
-            : renew_command(keys, lease.token, ttl);
+        is_semaphore_token(lease.token) ? semaphore_command(lua::semaphore::renew, keys, args)
+        : is_shared_token(lease.token)  ? semaphore_command(lua::shared::renew, keys, args)
+                                        : renew_command(keys, lease.token, ttl);
     Reply reply = checked(main().pipeline({command}, answer_by)[0]);
     std::optional<RenewReply> renewed = read_renew_reply(reply);
     if (!renewed) throw UnavailableError(fmt::format("{}: unexpected reply to the renew script", m_label));
@@ -190,6 +200,9 @@ public:
     // Not held as an exclusive lock: maybe as a semaphore, every slot of
     // which is broken.
     reply = checked(main().pipeline({semaphore_command(lua::semaphore::force_release, keys, {keys.channel})})[0]);
+    // Or by readers, whose shares are all broken.
+    if (reply.is_nil())
+      reply = checked(main().pipeline({semaphore_command(lua::shared::force_release, keys, {keys.channel})})[0]);
     if (reply.is_nil()) return std::nullopt;
     return lock_status(name, reply, keys);
   }
@@ -209,8 +222,9 @@ public:
     check_master();
     std::string head = tag_head();
     std::vector<std::string> names;
-    // An exclusive lock has its lock key, a semaphore its sorted set.
-    for (std::string tail : {"}:lock", "}:sem"}) {
+    // An exclusive lock has its lock key, a semaphore and readers their
+    // sorted sets.
+    for (std::string tail : {"}:lock", "}:sem", "}:readers"}) {
       std::string pattern = glob_escape(head + prefix) + "*" + tail;
       std::string cursor = "0";
       do {
@@ -306,8 +320,20 @@ private:
     std::string bytes;
   };
 
-  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys) const {
+  // How long a waiting writer keeps new readers out unless it tries again.
+  static constexpr Millis k_writer_waiting{2000};
+
+  // `waiting`: how long a writer's busy attempt keeps new readers out (0:
+  // not at all, try_acquire).
+  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys, Millis waiting = Millis(0)) const {
     const HolderInfo &holder = request.holder;
+    if (request.mode == HoldMode::shared) {
+      AcquireCommand command{new_shared_token(), {}};
+      append_command(command.bytes, semaphore_command(lua::shared::acquire, keys,
+                                                      {command.token, std::to_string(request.ttl.count()), holder.host,
+                                                       std::to_string(holder.pid), holder.user, holder.command}));
+      return command;
+    }
     if (request.mode == HoldMode::semaphore) {
       AcquireCommand command{new_semaphore_token(), {}};
       append_command(command.bytes, semaphore_command(lua::semaphore::acquire, keys,
@@ -319,7 +345,8 @@ private:
     AcquireCommand command{random_hex(16), {}};
     append_command(command.bytes, semaphore_command(lua::acquire, keys,
                                                     {command.token, std::to_string(request.ttl.count()), holder.host,
-                                                     std::to_string(holder.pid), holder.user, holder.command}));
+                                                     std::to_string(holder.pid), holder.user, holder.command,
+                                                     std::to_string(waiting.count())}));
     return command;
   }
 
@@ -328,6 +355,7 @@ private:
   [[noreturn]] static void refuse_held_otherwise(const LockRequest &request, const Reply &reply) {
     const Reply &what = reply.elements[1];
     if (reply.elements[0].integer == 3) refuse_mode(request, "redis", "it is held as an exclusive lock");
+    if (reply.elements[0].integer == 4) refuse_mode(request, "redis", "it is held as a shared lock (--shared)");
     std::string limit = what.type == Reply::Type::integer ? std::to_string(what.integer) : what.str;
     refuse_mode(request, "redis", fmt::format("it is held as a semaphore of {} (--limit {})", limit, limit));
   }
@@ -343,7 +371,7 @@ private:
     if (reply.type != Reply::Type::array || reply.elements.size() != (granted_slot ? 3u : 2u) ||
         reply.elements[0].type != Reply::Type::integer)
       throw UnavailableError(fmt::format("{}: unexpected reply to the acquire script", m_label));
-    if (reply.elements[0].integer == 2 || reply.elements[0].integer == 3) refuse_held_otherwise(request, reply);
+    if (reply.elements[0].integer >= 2 && reply.elements[0].integer <= 4) refuse_held_otherwise(request, reply);
     if (reply.elements[0].integer != 1) {
       attempt.holder_pttl = reply.elements[1].integer;
       return attempt;
@@ -396,16 +424,18 @@ private:
   std::string release_command(const std::string &name, const std::string &token) const {
     Keys keys = keys_for(name);
     std::string bytes;
-    append_command(bytes, is_semaphore_token(token)
-                              ? semaphore_command(lua::semaphore::release, keys, {token, keys.channel})
-                              : script_command(lua::release, keys, {token, keys.channel}));
+    append_command(bytes,
+                   is_semaphore_token(token) ? semaphore_command(lua::semaphore::release, keys, {token, keys.channel})
+                   : is_shared_token(token)  ? semaphore_command(lua::shared::release, keys, {token, keys.channel})
+                                             : script_command(lua::release, keys, {token, keys.channel}));
     return bytes;
   }
 
-  // A lock as the status script (on all five keys) sees it.
+  // A lock as the status script (on all eight keys) sees it.
   static LockStatus lock_status(const std::string &name, const Reply &reply, const Keys &keys) {
     LockStatus status = status_from(name, reply, keys);
     add_semaphore_status(status, reply, keys);
+    add_shared_status(status, reply, keys);
     return status;
   }
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Redis shared lock (--shared): each reader's lease is its own, so a reader
+# killed with SIGKILL stops counting once its 1 s lease passes while another
+# reader keeps renewing (the live one never keeps the dead one alive); a
+# reader's token renews from another process; a waiting writer keeps new
+# readers out and gets the lock once the readers leave; and a writer killed
+# while it waits stops keeping readers out once its waiting lease (2 s)
+# runs out.
+SCENARIO="redis: shared lock"
+. "$(dirname "$0")/lib.sh"
+use_redis
+
+readers() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'len(d.get("holders") or [])' 2>/dev/null || echo -1; }
+has_readers() { [ "$(readers "$1")" = "$2" ]; }
+
+start_holder r1 rs --shared --ttl 1s
+killed_pid=$HOLDER_PID
+start_holder r2 rs --shared --ttl 1s
+capture "${DL[@]}" status rs --json
+[ "$rc" = 0 ] || fail "status rs exited $rc; stderr: $err"
+[ "$(printf '%s' "$out" | json '[d["mode"], len(d["holders"]), len(set(h["fence"] for h in d["holders"]))]')" = \
+  '["shared", 2, 2]' ] || fail "status rs --json does not show two readers with fences of their own: $out"
+case $out in *rd-*) fail "status shows a reader's token: $out" ;; esac
+capture "${DL[@]}" list --json
+case $out in *'"rs"'*) ;; *) fail "list does not show rs, held only by readers: $out" ;; esac
+capture "${DL[@]}" renew rs "$(cat "$tmpdir/r2.token")" --ttl 1s
+[ "$rc" = 0 ] || fail "renew of a reader with its DLOCK_TOKEN exited $rc; stderr: $err"
+capture "${DL[@]}" release rs "rd-00000000000000000000000000000000"
+[ "$rc" = 3 ] || fail "release with a forged reader token exited $rc, expected 3; stderr: $err"
+
+# SIGKILL of the first reader's dlock: its share counts until its 1 s lease
+# runs out, not as long as the second reader renews.
+kill -KILL "$killed_pid"
+killed=$(now_ms)
+wait_until -t 5 has_readers rs 1 || fail "the killed reader still counts 5 s after kill -9: $(readers rs) readers"
+gone=$(($(now_ms) - killed))
+[ "$gone" -lt 3000 ] || fail "the killed reader's 1 s share lapsed only after ${gone} ms"
+echo "the killed reader stopped counting ${gone} ms after kill -9"
+# The live reader renews its own share past the dead one's.
+wait_renewed "$(redis_key rs readers)"
+has_readers rs 1 || fail "the live reader lost its share: $(readers rs) readers"
+
+# A waiting writer keeps a new reader out, then gets the lock once the
+# reader leaves.
+mkfifo "$tmpdir/w1.go"
+# shellcheck disable=SC2016 # expanded by the job's shell
+"${DL[@]}" run rs --wait 20s --ttl 2s -- sh -c 'touch "$1.in"; read -r _ <"$1.go"' sh "$tmpdir/w1" \
+  </dev/null 2>"$tmpdir/w1.err" &
+writer=$!
+track "$writer"
+wait_until has_waiter rs || fail "the writer never waited for rs"
+wait_until test "$("$RCLI" EXISTS "$(redis_key rs writer-waiting)")" = 1 ||
+  fail "the waiting writer left no $(redis_key rs writer-waiting)"
+capture "${DL[@]}" run --shared rs -- true
+[ "$rc" = 75 ] || fail "a new reader got in beside a waiting writer: exit $rc, expected 75 (busy); stderr: $err"
+[ ! -e "$tmpdir/w1.in" ] || fail "the writer got rs while a reader held it"
+release_holder r2
+wait_until test -e "$tmpdir/w1.in" || fail "the writer did not get rs once the reader left: $(cat "$tmpdir/w1.err")"
+[ "$("$RCLI" EXISTS "$(redis_key rs writer-waiting)")" = 0 ] || fail "the writer still waits once it holds rs"
+capture "${DL[@]}" run --shared rs -- true
+[ "$rc" = 75 ] || fail "a reader ran beside the writer: exit $rc, expected 75 (busy); stderr: $err"
+echo >"$tmpdir/w1.go"
+wait_exit "$writer"
+[ "$rc" = 0 ] || fail "the writer exited $rc: $(cat "$tmpdir/w1.err")"
+
+# A writer killed with SIGKILL while it waits keeps new readers out only
+# until its 2 s waiting lease runs out.
+start_holder r3 rs --shared --ttl 2s
+"${DL[@]}" run rs --wait 30s -- true </dev/null 2>"$tmpdir/w2.err" &
+writer=$!
+track "$writer"
+wait_until has_waiter rs || fail "the second writer never waited for rs"
+capture "${DL[@]}" run --shared rs -- true
+[ "$rc" = 75 ] || fail "a new reader got in beside the second waiting writer: exit $rc; stderr: $err"
+kill -KILL "$writer"
+killed=$(now_ms)
+capture "${DL[@]}" run --shared --wait 10s rs -- true
+waited=$(($(now_ms) - killed))
+[ "$rc" = 0 ] || fail "a reader after the killed waiting writer exited $rc; stderr: $err"
+[ "$waited" -lt 3500 ] || fail "the killed writer kept readers out for ${waited} ms, its waiting lease is 2 s"
+echo "a new reader got in ${waited} ms after the waiting writer was killed"
+release_holder r3
+wait_until is_free rs || fail "rs is still held after its readers ended"
+for part in readers readers-info writer-waiting; do
+  wait_until test "$("$RCLI" EXISTS "$(redis_key rs "$part")")" = 0 ||
+    fail "$(redis_key rs "$part") is left after the last reader"
+done
+
+# A reader taken by acquire releases with its token; readers and a
+# semaphore on one name refuse each other (78); --force breaks every reader.
+capture "${DL[@]}" acquire ka --shared --ttl 3s
+[ "$rc" = 0 ] || fail "acquire --shared ka exited $rc; stderr: $err"
+token=$out
+[[ $token == rd-* ]] || fail "acquire --shared printed no reader's token"
+capture "${DL[@]}" run --limit 3 ka -- true
+[ "$rc" = 78 ] || fail "a semaphore on a name held by a reader exited $rc, expected 78; stderr: $err"
+assert_one_line_message "a semaphore on a name held by a reader" "$err"
+capture "${DL[@]}" release ka "$token"
+[ "$rc" = 0 ] || fail "release of a reader taken by acquire exited $rc; stderr: $err"
+is_free ka || fail "ka is still held after its reader's release"
+start_holder s1 ks --limit 2
+capture "${DL[@]}" run --shared ks -- true
+[ "$rc" = 78 ] || fail "a reader on a semaphore of 2 exited $rc, expected 78; stderr: $err"
+release_holder s1
+start_holder f1 kf --shared
+start_holder f2 kf --shared
+capture "${DL[@]}" release --force kf
+[ "$rc" = 0 ] || fail "release --force of a name held by two readers exited $rc; stderr: $err"
+is_free kf || fail "kf is still held after release --force"
+pass

@@ -1,0 +1,120 @@
+// The Redis shared lock's client side: a reader's token says what it is,
+// the keys of a name hold its readers and waiting writers, and the status
+// script's reply becomes one HolderStatus per live reader.
+#include "backend/redis/common.hpp"
+#include "backend/redis/resp.hpp"
+#include "core/error.hpp"
+#include "redis_replies.hpp"
+#include "runner/keeper.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace dlock;
+using namespace dlock::backend;
+using namespace dlock::backend::redis;
+using namespace redis_replies;
+
+namespace {
+
+Reply fields(const std::string &pid, const std::string &fence) {
+  return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),
+                text("since"), text("1796292313647"), text("fence"), text(fence)});
+}
+
+// The status script's reply for a name no writer holds and no semaphore.
+Reply readers_reply(std::vector<Reply> readers) {
+  return array({integer(-2), array({}), text("41"), text(""), array({}), array(std::move(readers))});
+}
+
+LockStatus read(const Reply &reply) {
+  Keys keys = keys_for("dlock", "rw");
+  LockStatus status = status_from("rw", reply, keys);
+  add_semaphore_status(status, reply, keys);
+  add_shared_status(status, reply, keys);
+  return status;
+}
+
+} // namespace
+
+TEST_CASE("a reader's token says so, and is no exclusive lock's, semaphore's or keeper's") {
+  std::string token = new_shared_token();
+  CHECK(token.rfind("rd-", 0) == 0);
+  CHECK(token.size() == 3 + 32);
+  CHECK(token.find_first_not_of("0123456789abcdef", 3) == std::string::npos);
+  CHECK(is_shared_token(token));
+  CHECK(new_shared_token() != token);
+  CHECK_FALSE(is_semaphore_token(token));
+  CHECK_FALSE(is_shared_token(new_semaphore_token()));
+  CHECK_FALSE(is_shared_token(random_hex(16)));
+  CHECK_FALSE(is_shared_token("rd-"));
+  CHECK_FALSE(runner::is_keeper_token(token));
+}
+
+TEST_CASE("a name's readers and waiting writers have keys of their own under its hash tag") {
+  Keys keys = keys_for("dlock", "rw");
+  CHECK(keys.readers == "{dlock:rw}:readers");
+  CHECK(keys.readers_info == "{dlock:rw}:readers-info");
+  CHECK(keys.writers_waiting == "{dlock:rw}:writer-waiting");
+  std::vector<std::string> command = semaphore_command("return 1", keys, {"a"});
+  REQUIRE(command.size() == 3 + 8 + 1);
+  CHECK(command[2] == "8");
+  CHECK(command[8] == keys.readers);
+  CHECK(command[9] == keys.readers_info);
+  CHECK(command[10] == keys.writers_waiting);
+  CHECK(command[11] == "a");
+}
+
+TEST_CASE("a shared lock's status lists each live reader with its holder, fence and time left") {
+  LockStatus status =
+      read(readers_reply({array({text("1500"), fields("10", "42")}), array({text("900"), fields("11", "43")})}));
+  CHECK(status.held);
+  CHECK(status.mode == HoldMode::shared);
+  CHECK_FALSE(status.limit);
+  // The name's last fence is no reader's: each has its own.
+  CHECK_FALSE(status.fence);
+  CHECK_FALSE(status.holder);
+  CHECK_FALSE(status.time_left);
+  CHECK(status.detail == "key {dlock:rw}:readers");
+  REQUIRE(status.holders.size() == 2);
+  CHECK(status.holders[0].info.pid == 10);
+  CHECK(status.holders[0].info.command == "job");
+  CHECK(status.holders[0].fence == 42u);
+  CHECK(status.holders[0].time_left == Millis(1500));
+  CHECK_FALSE(status.holders[0].slot);
+  CHECK(status.holders[1].fence == 43u);
+  CHECK(status.holders[1].time_left == Millis(900));
+}
+
+TEST_CASE("a name without live readers is free, with its last fence") {
+  LockStatus status = read(readers_reply({}));
+  CHECK_FALSE(status.held);
+  CHECK(status.mode == HoldMode::exclusive);
+  CHECK(status.fence == 41u);
+  CHECK(status.holders.empty());
+  // A reply from before the readers' part (five elements) is free too.
+  status = read(array({integer(-2), array({}), text("41"), text(""), array({})}));
+  CHECK_FALSE(status.held);
+}
+
+TEST_CASE("while a writer holds the name, its status is the exclusive lock's") {
+  Reply reply = array({integer(900), fields("7", "44"), text("44"), text(""), array({}), array({})});
+  LockStatus status = read(reply);
+  CHECK(status.held);
+  CHECK(status.mode == HoldMode::exclusive);
+  REQUIRE(status.holder);
+  CHECK(status.holder->pid == 7);
+  CHECK(status.fence == 44u);
+  CHECK(status.time_left == Millis(900));
+  CHECK(status.holders.empty());
+}
+
+TEST_CASE("a garbled reader in a shared lock's status is an error, not a holder") {
+  CHECK_THROWS_AS(read(readers_reply({text("1500")})), UnavailableError);
+  CHECK_THROWS_AS(read(readers_reply({array({text("1500")})})), UnavailableError);
+  CHECK_THROWS_AS(read(readers_reply({array({text("1500"), text("pid")})})), UnavailableError);
+  // A time left that is not a number is left out, the reader still listed.
+  LockStatus status = read(readers_reply({array({text("soon"), fields("1", "2")})}));
+  REQUIRE(status.holders.size() == 1);
+  CHECK_FALSE(status.holders[0].time_left);
+  CHECK(status.holders[0].fence == 2u);
+}
