@@ -29,7 +29,8 @@ Offer offer() {
   auto is = [&](std::initializer_list<std::string_view> schemes) {
     return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
   };
-  if (is({"etcd", "etcds"})) return {.shared = true, .writer_preference = true};
+  if (is({"etcd", "etcds"}))
+    return {.shared = true, .semaphore = true, .writer_preference = true, .detects_mixed_limits = true};
   if (is({"file"})) return {.shared = true, .semaphore = true, .detects_mixed_limits = true, .numbers_slots = true};
   if (is({"redis", "rediss", "redis+unix", "redis-sentinel"}))
     return {.shared = true,

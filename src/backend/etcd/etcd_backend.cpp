@@ -20,9 +20,13 @@
 // readers included. A waiting reader watches the last writer before it. So
 // a queued writer keeps later readers out, and a Go service's RWMutex
 // readers and writers share the lock with dlock's.
+//
+// A semaphore of N (--limit N): the keys "NS/NAME/sem/<lease id>", waited
+// for herd-free in order (queue.hpp says how).
 #include "backend/etcd/etcd_backend.hpp"
 
 #include "backend/etcd/gateway.hpp"
+#include "backend/etcd/queue.hpp"
 #include "backend/etcd/watch.hpp"
 #include "core/holder_json.hpp"
 #include "core/log.hpp"
@@ -130,27 +134,7 @@ public:
   std::vector<LockStatus> list(const std::string &prefix) override {
     std::string head = m_config.lock_namespace + "/";
     auto answer = m_gateway.call("/v3/kv/range", range_request(head + prefix, true));
-    std::vector<std::string> names;
-    for (const auto &kv : array_in(*answer, "kvs")) {
-      std::string key = base64_decode(string_in(kv, "key"));
-      auto slash = key.rfind('/');
-      if (slash == std::string::npos || slash <= head.size()) continue;
-      std::string last = key.substr(slash + 1);
-      std::string name = key.substr(head.size(), slash - head.size());
-      // A reader's or an RWMutex writer's key: "NS/NAME/read/<x>".
-      bool grouped = false;
-      for (std::string group : {"/read", "/write"})
-        if (name.size() > group.size() && name.compare(name.size() - group.size(), group.size(), group) == 0) {
-          name.resize(name.size() - group.size());
-          grouped = true;
-          break;
-        }
-      if (!grouped && !lease_from_token(last)) continue; // not a lock key
-      // "NS/app/<lease>" lies in the range of prefix "app/" too.
-      if (name.rfind(prefix, 0) == 0) names.push_back(std::move(name));
-    }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<std::string> names = lock_names_in(*answer, head, prefix);
     std::vector<LockStatus> out;
     for (const auto &name : names)
       if (auto found = inspect(name).first; found.held) out.push_back(std::move(found));
@@ -161,47 +145,18 @@ public:
   // renewal opened it.
   int event_fd() const override { return m_held ? m_watch.fd() : -1; }
 
-  PingResult ping() override {
-    PingResult result;
-    std::size_t serving = 0;
-    const auto &endpoints = m_gateway.endpoints();
-    std::string leader_at;
-    for (std::size_t i = 0; i < endpoints.size(); ++i) {
-      NodeHealth health;
-      health.address = endpoints[i];
-      auto sent = SteadyClock::now();
-      try {
-        Json status = m_gateway.call_endpoint(i, "/v3/maintenance/status", Json::object());
-        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
-        health.reachable = true;
-        std::uint64_t leader = unsigned_in(status, "leader");
-        std::uint64_t member = unsigned_in(object_in(status, "header"), "member_id");
-        std::string version = string_in(status, "version");
-        health.version = fmt::format("etcd {}, {}", version.empty() ? "?" : version,
-                                     leader == 0        ? "no leader"
-                                     : leader == member ? "leader"
-                                                        : "follower");
-        if (leader == member && leader != 0) leader_at = endpoints[i];
-        if (leader == 0)
-          health.error = "this member has no leader: it cannot serve locks";
-        else
-          ++serving;
-      } catch (const Error &failure) {
-        if (failure.code() == ExitCode::auth) throw; // the same credentials everywhere: 77, not "unreachable"
-        health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
-        health.error = failure.what();
-      }
-      result.nodes.push_back(std::move(health));
-    }
-    result.quorum = serving * 2 > endpoints.size();
-    if (!leader_at.empty()) result.detail = "leader: " + leader_at;
-    return result;
-  }
+  PingResult ping() override { return ping_members(m_gateway); }
 
 private:
   std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }
-  std::string key_of(const std::string &name, std::int64_t lease, bool reader) const {
-    return prefix_of(name) + (reader ? "read/" : "") + lease_hex(lease);
+  std::string semaphore_prefix_of(const std::string &name) const { return prefix_of(name) + "sem/"; }
+  std::string key_of(const std::string &name, std::int64_t lease, HoldMode mode) const {
+    return (mode == HoldMode::semaphore ? semaphore_prefix_of(name) : prefix_of(name)) +
+           (mode == HoldMode::shared ? "read/" : "") + lease_hex(lease);
+  }
+  static std::string token_of(HoldMode mode, std::int64_t lease) {
+    std::string_view head = mode == HoldMode::shared ? k_reader_token : mode == HoldMode::semaphore ? k_slot_token : "";
+    return std::string(head) + lease_hex(lease);
   }
 
   // The key and lease a token names: "<lease>" an exclusive holder's,
@@ -212,11 +167,16 @@ private:
   };
   std::optional<TokenKey> held_by(const Lease &lease) const {
     std::string_view token = lease.token;
-    bool reader = token.substr(0, k_reader_token.size()) == k_reader_token;
-    if (reader) token.remove_prefix(k_reader_token.size());
+    HoldMode mode = HoldMode::exclusive;
+    for (auto [head, kind] :
+         {std::pair{k_reader_token, HoldMode::shared}, std::pair{k_slot_token, HoldMode::semaphore}})
+      if (token.substr(0, head.size()) == head) {
+        token.remove_prefix(head.size());
+        mode = kind;
+      }
     auto id = lease_from_token(std::string(token));
     if (!id) return std::nullopt;
-    return TokenKey{key_of(lease.name, *id, reader), *id};
+    return TokenKey{key_of(lease.name, *id, mode), *id};
   }
 
   static long ttl_seconds(Millis ttl) {
@@ -308,9 +268,9 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    if (request.mode == HoldMode::semaphore) refuse_mode(request, "etcd", "not offered by this backend yet");
     Json holder = Json::object();
     add_holder(holder, request.holder);
+    if (request.mode == HoldMode::semaphore) holder["limit"] = request.limit;
     const std::string value = base64_encode(holder.dump());
     for (bool again = false;; again = true) {
       if (again && deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
@@ -329,16 +289,20 @@ private:
     }
   }
 
+  enum class Turn { ours, waiting, gone };
+
   // Where a contender stands in a lock's queue.
   struct QueuePlace {
-    std::string key; // ours: NS/NAME/<lease id in hex> (a reader's: NS/NAME/read/<lease id>)
+    std::string key; // ours: NS/NAME/<lease id in hex> (a reader's NS/NAME/read/<lease>, a slot's NS/NAME/sem/<lease>)
     std::int64_t lease = 0;
     Millis ttl{};                           // the lease's, as etcd granted it
     std::int64_t create_revision = 0;       // our key's: the fence once we hold the lock
     SteadyClock::time_point confirmed_at{}; // when the last keep-alive that etcd answered was sent
-    bool reader = false;                    // --shared: our key is NS/NAME/read/<lease id in hex>
-    std::optional<Contender> ahead;         // the key we wait for, which we watch; none: the lock is ours
-    std::int64_t listed_at = 0;             // the revision of the listing that showed it
+    HoldMode mode = HoldMode::exclusive;
+    unsigned limit = 1;             // a semaphore's N
+    std::optional<Contender> ahead; // the key we wait for, which we watch; none: the lock is ours
+    bool watch_holders = false;     // a semaphore's first waiter: watch every holder's deletion
+    std::int64_t listed_at = 0;     // the revision of the listing that showed it
   };
 
   // Joins the lock's queue: a new lease, our key under it, and a listing
@@ -351,15 +315,17 @@ private:
     auto granted = grant(request.ttl);
     place.lease = granted.id;
     place.ttl = granted.ttl;
-    place.reader = request.mode == HoldMode::shared;
-    place.key = key_of(request.name, place.lease, place.reader);
+    place.mode = request.mode;
+    place.limit = request.limit;
+    place.key = key_of(request.name, place.lease, place.mode);
+    const bool values = place.mode == HoldMode::semaphore; // the holders' N
     Json txn = {
         {"compare", {{{"key", base64_encode(place.key)}, {"target", "CREATE"}, {"create_revision", "0"}}}},
         {"success",
          {{{"request_put",
             {{"key", base64_encode(place.key)}, {"value", value}, {"lease", std::to_string(place.lease)}}}},
-          {{"request_range", range_request(prefix, true)}}}},
-        {"failure", {{{"request_range", range_request(prefix, true)}}}},
+          {{"request_range", range_request(prefix, !values)}}}},
+        {"failure", {{{"request_range", range_request(prefix, !values)}}}},
     };
     std::optional<Json> answer;
     try {
@@ -379,29 +345,50 @@ private:
     }
     const Json &responses = array_in(*answer, "responses");
     if (responses.empty()) throw UnavailableError(fmt::format("{}: empty answer to the lock transaction", place.key));
-    auto contenders = contenders_in(object_in(responses.back(), "response_range"), prefix);
-    auto mine =
-        std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
-    if (mine == contenders.end()) {
+    place.listed_at = number_in(object_in(*answer, "header"), "revision");
+    Turn turn = Turn::gone;
+    try {
+      turn = find_place(request, object_in(responses.back(), "response_range"), place);
+    } catch (...) {
+      revoke_quietly(place.lease);
+      throw;
+    }
+    if (turn == Turn::gone) {
       revoke_quietly(place.lease);
       throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
     }
-    place.create_revision = mine->create_revision;
-    place.listed_at = number_in(object_in(*answer, "header"), "revision");
-    place.ahead = ahead_of(contenders, mine, place.reader);
     return place;
   }
 
-  // Whom a contender waits for: an exclusive one (a writer) for the key
-  // just before its own, a reader for the last writer before it; nullopt
-  // when the lock is its.
-  static std::optional<Contender> ahead_of(const std::vector<Contender> &contenders,
-                                           std::vector<Contender>::const_iterator mine, bool reader) {
-    for (auto it = mine; it != contenders.begin();) {
-      --it;
-      if (!reader || !it->reader) return *it;
+  // Where our key stands in a listing of the lock's prefix: ours, waiting
+  // (behind place.ahead) or gone. Refuses (78) a name held another way.
+  Turn find_place(const LockRequest &request, const Json &range, QueuePlace &place) {
+    Standing standing = standing_in(keys_in(range, request.name), place.key, place.mode, place.limit);
+    if (!standing.refusal.empty()) {
+      // An exclusive or shared listing has no values: read the holders' N.
+      if (standing.semaphore_limit_unknown) {
+        auto answer = m_gateway.call("/v3/kv/range", range_request(semaphore_prefix_of(request.name), false));
+        auto again = standing_in(keys_in(*answer, request.name), place.key, place.mode, place.limit);
+        if (!again.refusal.empty()) standing.refusal = again.refusal;
+      }
+      refuse_mode(request, "etcd", standing.refusal);
     }
-    return std::nullopt;
+    place.create_revision = standing.create_revision;
+    place.ahead = standing.ahead;
+    place.watch_holders = standing.watch_holders;
+    switch (standing.kind) {
+    case Standing::Kind::ours:
+      return Turn::ours;
+    case Standing::Kind::waiting:
+      return Turn::waiting;
+    case Standing::Kind::gone:
+      break;
+    }
+    return Turn::gone;
+  }
+
+  LockKeys keys_in(const Json &range, const std::string &name) const {
+    return {contenders_in(range, prefix_of(name)), contenders_in(range, semaphore_prefix_of(name))};
   }
 
   AcquireResult acquired(const LockRequest &request, const QueuePlace &place) {
@@ -409,7 +396,8 @@ private:
     Lease out;
     out.name = request.name;
     out.mode = request.mode;
-    out.token = (place.reader ? std::string(k_reader_token) : std::string()) + lease_hex(place.lease);
+    out.limit = request.mode == HoldMode::semaphore ? request.limit : 1;
+    out.token = token_of(place.mode, place.lease);
     out.fence = static_cast<std::uint64_t>(place.create_revision);
     out.ttl = place.ttl;
     out.confirmed_at = place.confirmed_at;
@@ -430,48 +418,69 @@ private:
         if (revoke) self.revoke_quietly(lease);
       }
     } leave{*this, place.lease};
-    const std::string prefix = prefix_of(request.name);
-    m_watch.open(place.ahead->key, place.listed_at + 1);
+    watch_ahead(request.name, place);
     auto next_keepalive = place.confirmed_at + place.ttl / 3;
+    const bool semaphore = place.mode == HoldMode::semaphore;
     for (;;) {
       auto until = std::min(next_keepalive, deadline.value_or(SteadyClock::time_point::max()));
       auto events = m_watch.wait(until, interrupt.fd());
       if (interrupt.requested()) return AcquireResult{AcquireOutcome::interrupted, std::nullopt, interrupt.requested()};
-      bool look = deleted_in(events, place.ahead->key) || std::any_of(events.begin(), events.end(), [](const auto &e) {
-                    return e.kind == WatchEvent::Kind::compacted;
-                  });
-      if (look) {
-        switch (look_at_queue(prefix, place)) {
+      bool look = std::any_of(events.begin(), events.end(), [&](const WatchEvent &e) {
+        if (e.kind == WatchEvent::Kind::compacted) return true;
+        if (place.watch_holders) return e.kind == WatchEvent::Kind::deleted;
+        return e.key == place.ahead->key && (e.kind == WatchEvent::Kind::deleted || semaphore);
+      });
+      auto now = SteadyClock::now();
+      // A semaphore's waiter also looks at each keep-alive: a wake-up
+      // missed (a touch that failed) then costs T/3, never the lock.
+      bool keepalive_due = now >= next_keepalive;
+      if (keepalive_due && !keep_waiting(request.name, place, next_keepalive, interrupt.fd())) return std::nullopt;
+      if (look || (semaphore && keepalive_due)) {
+        switch (look_at_queue(request, place)) {
         case Turn::ours:
           leave.revoke = false;
+          if (semaphore) touch(place.key);
           return acquired(request, place);
         case Turn::gone:
           return std::nullopt;
         case Turn::waiting:
-          m_watch.open(place.ahead->key, place.listed_at + 1);
+          watch_ahead(request.name, place);
           continue;
         }
       }
-      auto now = SteadyClock::now();
-      if (deadline && now >= *deadline) return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
-      if (now >= next_keepalive && !keep_waiting(request.name, place, next_keepalive, interrupt.fd()))
-        return std::nullopt;
+      if (deadline && SteadyClock::now() >= *deadline) return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
     }
   }
 
-  enum class Turn { ours, waiting, gone };
+  // A put that changes nothing but the key's revision: the news, for the
+  // waiter that watches our key, that we moved from waiting to holding.
+  void touch(const std::string &key) {
+    try {
+      m_gateway.call("/v3/kv/put", {{"key", base64_encode(key)}, {"ignore_value", true}, {"ignore_lease", true}});
+    } catch (const Error &failure) {
+      if (failure.code() == ExitCode::auth) throw;
+      detail(1, "could not tell the next waiter that a slot was taken: {} (it looks again within T/3)", failure.what());
+    }
+  }
+
   // Lists the queue again: our key first (ours), behind another one (now
   // place.ahead, as of place.listed_at), or no longer there (gone).
-  Turn look_at_queue(const std::string &prefix, QueuePlace &place) {
-    auto listing = m_gateway.call("/v3/kv/range", range_request(prefix, true));
-    auto contenders = contenders_in(*listing, prefix);
-    auto mine =
-        std::find_if(contenders.begin(), contenders.end(), [&](const Contender &c) { return c.key == place.key; });
-    if (mine == contenders.end()) return Turn::gone;
-    place.ahead = ahead_of(contenders, mine, place.reader);
-    if (!place.ahead) return Turn::ours;
+  Turn look_at_queue(const LockRequest &request, QueuePlace &place) {
+    auto listing =
+        m_gateway.call("/v3/kv/range", range_request(prefix_of(request.name), place.mode != HoldMode::semaphore));
     place.listed_at = number_in(object_in(*listing, "header"), "revision");
-    return Turn::waiting;
+    return find_place(request, *listing, place);
+  }
+
+  // Opens the watch a waiter waits on: the key ahead, or (a semaphore's
+  // first waiter) every holder's deletion.
+  void watch_ahead(const std::string &name, const QueuePlace &place) {
+    if (place.watch_holders) {
+      std::string holders = semaphore_prefix_of(name);
+      m_watch.open_deletions(holders, range_end(holders), place.listed_at + 1);
+    } else {
+      m_watch.open(place.ahead->key, place.listed_at + 1);
+    }
   }
 
   // Keeps a waiter's lease alive and sets when to do it next; false when
@@ -504,23 +513,8 @@ private:
   std::pair<LockStatus, std::vector<Contender>> inspect(const std::string &name) {
     std::string prefix = prefix_of(name);
     auto answer = m_gateway.call("/v3/kv/range", range_request(prefix, false));
-    auto contenders = contenders_in(*answer, prefix);
-    LockStatus status;
-    status.name = name;
-    if (contenders.empty()) return {status, {}};
-    status.held = true;
-    std::vector<Contender> owners;
-    if (!contenders.front().reader) {
-      owners.push_back(contenders.front());
-    } else {
-      status.mode = HoldMode::shared;
-      for (const auto &c : contenders) {
-        if (!c.reader) break;
-        owners.push_back(c);
-      }
-    }
-    status.waiters = static_cast<std::int64_t>(contenders.size() - owners.size());
-    status.fence = static_cast<std::uint64_t>(owners.back().create_revision);
+    auto [status, owners] = holding_of(name, keys_in(*answer, name));
+    if (!status.held) return {status, {}};
     for (const Contender &owner : owners) {
       HolderStatus holder;
       Json doc = Json::parse(owner.value, nullptr, false);

@@ -231,4 +231,41 @@ GatewayOptions gateway_options(const BackendConfig &config) {
   return options;
 }
 
+PingResult ping_members(Gateway &gateway) {
+  PingResult result;
+  std::size_t serving = 0;
+  const auto &endpoints = gateway.endpoints();
+  std::string leader_at;
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    NodeHealth health;
+    health.address = endpoints[i];
+    auto sent = SteadyClock::now();
+    try {
+      Json status = gateway.call_endpoint(i, "/v3/maintenance/status", Json::object());
+      health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
+      health.reachable = true;
+      std::uint64_t leader = unsigned_in(status, "leader");
+      std::uint64_t member = unsigned_in(object_in(status, "header"), "member_id");
+      std::string version = string_in(status, "version");
+      health.version = fmt::format("etcd {}, {}", version.empty() ? "?" : version,
+                                   leader == 0        ? "no leader"
+                                   : leader == member ? "leader"
+                                                      : "follower");
+      if (leader == member && leader != 0) leader_at = endpoints[i];
+      if (leader == 0)
+        health.error = "this member has no leader: it cannot serve locks";
+      else
+        ++serving;
+    } catch (const Error &failure) {
+      if (failure.code() == ExitCode::auth) throw; // the same credentials everywhere: 77, not "unreachable"
+      health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
+      health.error = failure.what();
+    }
+    result.nodes.push_back(std::move(health));
+  }
+  result.quorum = serving * 2 > endpoints.size();
+  if (!leader_at.empty()) result.detail = "leader: " + leader_at;
+  return result;
+}
+
 } // namespace dlock::backend::etcd

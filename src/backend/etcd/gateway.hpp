@@ -117,4 +117,8 @@ private:
   std::vector<std::unique_ptr<HttpConnection>> m_connections; // per endpoint, kept alive
 };
 
+// ping: each member's reachability, version and role (leader, follower,
+// no leader), and whether a majority of them can serve locks.
+PingResult ping_members(Gateway &gateway);
+
 } // namespace dlock::backend::etcd

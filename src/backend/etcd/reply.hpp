@@ -69,6 +69,9 @@ std::optional<std::int64_t> lease_from_token(const std::string &token);
 // A shared holder's token: "read-" and its lease ID in hex, its key
 // "NS/NAME/read/<lease id in hex>".
 inline constexpr std::string_view k_reader_token = "read-";
+// A semaphore holder's: "sem-" and its lease ID, its key
+// "NS/NAME/sem/<lease id in hex>".
+inline constexpr std::string_view k_slot_token = "sem-";
 
 // A key under a lock's prefix, as a range answer lists it.
 struct Contender {

@@ -25,13 +25,23 @@ bool readable(int fd) {
 void Watch::open(const std::string &key, std::int64_t start_revision, std::optional<SteadyClock::time_point> by) {
   stop();
   m_key = key;
+  m_range_end.reset();
   m_next_revision = start_revision;
   m_failures = 0;
   start_stream(by);
 }
 
+void Watch::open_deletions(const std::string &key, const std::string &range_end, std::int64_t start_revision) {
+  stop();
+  m_key = key;
+  m_range_end = range_end;
+  m_next_revision = start_revision;
+  m_failures = 0;
+  start_stream();
+}
+
 void Watch::follow(const std::string &key, std::int64_t start_revision, SteadyClock::time_point by) {
-  if (m_key != key) {
+  if (m_key != key || m_range_end) {
     open(key, start_revision, by);
   } else if (!m_open || m_endpoint != m_gateway.current_endpoint()) {
     m_failures = 0;
@@ -49,6 +59,7 @@ void Watch::follow(const std::string &key, std::int64_t start_revision, SteadyCl
 
 void Watch::stop() {
   m_key.reset();
+  m_range_end.reset();
   m_stream.reset();
   m_open = false;
   m_buffer.clear();
@@ -110,6 +121,10 @@ void Watch::start_stream(std::optional<SteadyClock::time_point> by) {
   m_endpoint = endpoint;
   Json create = {
       {"create_request", {{"key", base64_encode(*m_key)}, {"start_revision", std::to_string(m_next_revision)}}}};
+  if (m_range_end) {
+    create["create_request"]["range_end"] = base64_encode(*m_range_end);
+    create["create_request"]["filters"] = Json::array({"NOPUT"});
+  }
   auto deadline = by.value_or(SteadyClock::now() + m_gateway.timeout());
   try {
     std::vector<std::string> headers = m_gateway.stream_headers(endpoint, deadline);

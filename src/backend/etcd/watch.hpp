@@ -30,6 +30,10 @@ public:
   // gateway's request timeout).
   void open(const std::string &key, std::int64_t start_revision,
             std::optional<SteadyClock::time_point> by = std::nullopt);
+  // The same for deletions of any key in [key, range_end): a semaphore's
+  // first waiter watches its holders so (puts, waiters joining, are
+  // filtered out by etcd).
+  void open_deletions(const std::string &key, const std::string &range_end, std::int64_t start_revision);
   // Keeps a watch on `key` open on the endpoint that answered the
   // gateway's last request: opens it (from `start_revision`) if the watch
   // is on another key, or reopens it there, from the last revision seen,
@@ -55,8 +59,9 @@ private:
   void take_lines(std::vector<WatchEvent> &events);
 
   Gateway &m_gateway;
-  std::optional<std::string> m_key; // none: nothing watched
-  std::int64_t m_next_revision = 0; // where the stream resumes
+  std::optional<std::string> m_key;       // none: nothing watched
+  std::optional<std::string> m_range_end; // a range of keys, deletions only
+  std::int64_t m_next_revision = 0;       // where the stream resumes
   std::unique_ptr<HttpConnection> m_stream;
   std::size_t m_endpoint = 0; // the stream's
   bool m_open = false;
