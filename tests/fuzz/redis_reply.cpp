@@ -1,7 +1,8 @@
 // Redis replies through dlock's own handling: the incremental parser fed
 // in pieces of every size, then what the backends read from replies
-// (error codes, holder hashes, fences, INFO fields). A protocol error is
-// dlock::Error, nothing else.
+// (error codes, holder hashes, fences, INFO fields, the status script's
+// reply with a semaphore's holders). A protocol error is dlock::Error,
+// nothing else.
 #include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
 #include "core/error.hpp"
@@ -29,8 +30,20 @@ void inspect(const Reply &reply, int depth) {
   if (reply.type == Reply::Type::array) {
     (void)holder_from(reply);
     (void)fence_from(reply);
+    Keys keys = keys_for("dlock", "job");
     try {
-      (void)status_from("job", reply, keys_for("dlock", "job"));
+      // As the backend reads the status script's reply on all five keys:
+      // the lock's part, then the semaphore's.
+      dlock::backend::LockStatus status = status_from("job", reply, keys);
+      add_semaphore_status(status, reply, keys);
+    } catch (const dlock::Error &) {
+    }
+    try {
+      // The semaphore's part alone, also for replies status_from() refuses
+      // or finds held.
+      dlock::backend::LockStatus status;
+      status.name = "job";
+      add_semaphore_status(status, reply, keys);
     } catch (const dlock::Error &) {
     }
     for (const auto &element : reply.elements)
