@@ -29,8 +29,6 @@ BUDGET_ETCD_HANDOVER_RATIO = 1.3
 
 # The contenders, by the key their samples are filed under.
 FILE = "dlock"
-FILE_SHARED = "dlock-shared"
-FILE_LIMIT = "dlock-limit3"
 FLOCK = "flock"
 FLOCK_SHARED = "flock-s"
 REDIS = "dlock-redis"
@@ -43,6 +41,28 @@ PG = "dlock-pg"
 PSYCOPG2 = "psycopg2-py"
 LIBPQ = "libpq-c"
 ETCD = "dlock-etcd"
+
+# `run --shared` and `run --limit 3` of each backend that offers them, filed
+# under the backend's contender key plus the mode's suffix.
+MODE_FLAGS = {"-shared": ("--shared",), "-limit3": ("--limit", "3")}
+MODE_ROWS = {"-shared": "run --shared x -- true", "-limit3": "run --limit 3 x -- true"}
+OFFERED_MODES = {FILE: ("-shared", "-limit3"), REDIS: ("-shared", "-limit3"), ZK: ("-shared",),
+                 PG: ("-shared", "-limit3"), ETCD: ("-shared", "-limit3")}
+FILE_SHARED = FILE + "-shared"
+FILE_LIMIT = FILE + "-limit3"
+
+
+def mode_contenders(who):
+    return [who + suffix for suffix in OFFERED_MODES.get(who, ())]
+
+
+def base_of(who):
+    """The backend contender of a mode contender ("dlock-redis-shared" ->
+    "dlock-redis"), and the mode's run flags; (who, ()) for any other."""
+    for suffix, flags in MODE_FLAGS.items():
+        if who.endswith(suffix) and who[:-len(suffix)] in OFFERED_MODES:
+            return who[:-len(suffix)], flags
+    return who, ()
 
 
 # Cells that are command lines, set in code in Markdown.
@@ -206,7 +226,18 @@ def redis_table(m):
         d, o = pick(data[REDIS]), pick(data[who])
         t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (redis) vs {other}", d, o, budget)])
     t.rows.append(["peak RSS", mib(m["rss"][REDIS]), "flock", mib(m["rss"][FLOCK]), "-", "-", "-"])
+    add_mode_rows(t, m, REDIS, "redis")
     return t
+
+
+def add_mode_rows(t, m, who, backend):
+    """run --shared and run --limit 3 next to the same backend's exclusive run."""
+    for suffix in OFFERED_MODES.get(who, ()):
+        if who + suffix not in m["run"]:
+            continue
+        d, o = median(m["run"][who + suffix]), median(m["run"][who])
+        t.rows.append([MODE_ROWS[suffix], ms(d), "run x -- true (exclusive)", ms(o),
+                       *t.ratio(f"{MODE_ROWS[suffix]} ({backend}) vs the exclusive run", d, o, None)])
 
 
 def redlock_table(m, nodes):
@@ -250,8 +281,10 @@ def client_table(m, who, backend, client, client_label, budgets):
 
 
 def zk_table(m):
-    return client_table(m, ZK, "zk", KAZOO, "kazoo Lock, python3",
-                        (BUDGET_ZK_RUN_VS_FLOCK, BUDGET_ZK_RUN_VS_KAZOO, BUDGET_ZK_HANDOVER_RATIO))
+    t = client_table(m, ZK, "zk", KAZOO, "kazoo Lock, python3",
+                     (BUDGET_ZK_RUN_VS_FLOCK, BUDGET_ZK_RUN_VS_KAZOO, BUDGET_ZK_HANDOVER_RATIO))
+    add_mode_rows(t, m, ZK, "zk")
+    return t
 
 
 def pg_table(m):
@@ -263,6 +296,7 @@ def pg_table(m):
     after_psycopg2 = 6  # flock's three rows, then psycopg2's three
     t.rows.insert(after_psycopg2, ["run x -- true", ms(d), "libpq C client", ms(o),
                                    *t.ratio("run x -- true (pg) vs libpq C client", d, o, None)])
+    add_mode_rows(t, m, PG, "pg")
     return t
 
 
@@ -272,4 +306,5 @@ def etcd_table(m):
     t = client_table(m, ETCD, "etcd", ETCDCTL, "etcdctl lock x true",
                      (None, BUDGET_ETCD_RUN_VS_ETCDCTL, BUDGET_ETCD_HANDOVER_RATIO))
     t.rows.append(["peak RSS", mib(m["rss"][ETCD]), "etcdctl", mib(m["rss"][ETCDCTL]), "-", "-", "-"])
+    add_mode_rows(t, m, ETCD, "etcd")
     return t
