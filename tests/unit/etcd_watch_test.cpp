@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <mutex>
 #include <netinet/in.h>
 #include <string>
@@ -93,7 +94,8 @@ private:
   std::vector<std::vector<std::string>> m_answers;
   mutable std::mutex m_mutex;
   std::vector<std::string> m_bodies; // guarded by m_mutex
-  int m_listener = -1, m_last = -1, m_port = 0;
+  int m_listener = -1, m_port = 0;
+  std::atomic<int> m_last{-1}; // set by the server thread, read by the destructor before the join
   std::thread m_thread;
 };
 
