@@ -73,6 +73,9 @@ leases_are() {
   [ "$(zk_child_count "$LEASES")" = "$1" ] || fail "$2: $(zk_child_count "$LEASES") lease nodes, expected $1: $(children "$LEASES")"
 }
 
+# shellcheck disable=SC2317 # called through wait_until
+leases_are_empty() { [ "$(zk_child_count "$LEASES")" = 0 ]; }
+
 mutex_is_free() {
   [ "$(zk_child_count "$LOCKS")" = 0 ] || fail "$1: nodes are left in the mutex: $(children "$LOCKS")"
 }
@@ -154,7 +157,6 @@ sem_release c2
 release_holder d1
 wait_exit "$d1_pid"
 [ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d1.err")"
-leases_are_empty() { [ "$(zk_child_count "$LEASES")" = 0 ]; }
 wait_until -t 10 leases_are_empty || fail "lease nodes are left: $(children "$LEASES")"
 mutex_is_free "at the end"
 pass
