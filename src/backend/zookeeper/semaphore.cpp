@@ -186,9 +186,9 @@ LockStatus semaphore_status(const std::string &name, const std::vector<LeaseNode
                             const std::vector<LeaseData> &data) {
   LockStatus status;
   status.name = name;
-  status.mode = HoldMode::semaphore;
-  if (leases.empty()) return status;
+  if (leases.empty()) return status; // free: as an exclusive lock's
   status.held = true;
+  status.mode = HoldMode::semaphore;
   for (const auto &node : data)
     if ((status.limit = record_limit(node.data))) break;
   std::size_t holders = status.limit ? std::min<std::size_t>(*status.limit, leases.size()) : leases.size();
@@ -275,7 +275,8 @@ AcquireResult take_semaphore(SemaphoreHost &host, const std::string &lock, const
   return result;
 }
 
-LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::string &lock, const std::string &name) {
+LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::string &lock, const std::string &name,
+                             std::vector<std::string> *holder_paths) {
   std::string leases = lock + "/" + std::string(k_leases_child);
   for (int attempt = 0; attempt < 5; ++attempt) {
     CallPtr listing = session.children(leases);
@@ -300,6 +301,8 @@ LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::s
     }
     if (gone) continue; // a holder let go meanwhile: look again
     LockStatus status = semaphore_status(name, nodes, data);
+    for (std::size_t i = 0; holder_paths && i < status.holders.size(); ++i)
+      holder_paths->push_back(leases + "/" + nodes[i].node);
     // Waiting in the mutex's queue, behind the one that waits in leases/.
     const Call &mutex = host.finish(session, queue, "cannot list the semaphore's mutex");
     if (status.held && mutex.rc == ZOK) {
@@ -310,6 +313,28 @@ LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::s
     return status;
   }
   return semaphore_status(name, {}, {});
+}
+
+std::optional<LockStatus> break_semaphore(SemaphoreHost &host, Session &session, const std::string &lock,
+                                          const std::string &name) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<std::string> paths;
+    LockStatus status = inspect_semaphore(host, session, lock, name, &paths);
+    if (!status.held) return std::nullopt;
+    std::vector<CallPtr> removals;
+    for (const auto &path : paths)
+      removals.push_back(session.remove(path));
+    bool removed = false;
+    for (std::size_t i = 0; i < removals.size(); ++i) {
+      const Call &call = host.finish(session, removals[i], "cannot delete a holder's lease node");
+      if (call.rc != ZOK && call.rc != ZNONODE)
+        session.fail(call.rc, fmt::format("cannot delete the lease node {}", paths[i]));
+      removed = removed || call.rc == ZOK;
+    }
+    if (removed) return status;
+    // The holders let go meanwhile: look again.
+  }
+  return std::nullopt;
 }
 
 void add_semaphores(SemaphoreHost &host, Session &session, const std::string &base,

@@ -80,8 +80,15 @@ public:
 AcquireResult take_semaphore(SemaphoreHost &host, const std::string &lock, const LockRequest &request, bool wait,
                              std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt);
 
-// The semaphore on `lock` as status shows it (not held if no lease node).
-LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::string &lock, const std::string &name);
+// The semaphore on `lock` as status shows it (not held if no lease node);
+// `holder_paths`, when given, gets the holders' lease nodes.
+LockStatus inspect_semaphore(SemaphoreHost &host, Session &session, const std::string &lock, const std::string &name,
+                             std::vector<std::string> *holder_paths = nullptr);
+
+// release --force: deletes the holders' lease nodes (every lease node
+// when N is unknown); returns what it broke, nullopt if nothing was held.
+std::optional<LockStatus> break_semaphore(SemaphoreHost &host, Session &session, const std::string &lock,
+                                          const std::string &name);
 
 // list(): adds the held semaphores among `names` (not already in `out`,
 // as a lock queue of their own) to `out`, and sorts it by name.

@@ -158,7 +158,7 @@ public:
     std::string lock = lock_path(m_base, name);
     for (int attempt = 0; attempt < 3; ++attempt) {
       auto found = inspect(lock, name);
-      if (!found) return std::nullopt;
+      if (!found) return break_semaphore(*this, this->session(std::nullopt), lock, name);
       Session &session = this->session(std::nullopt);
       // Every holder: the writer, or all the readers at once.
       std::vector<CallPtr> removals;
