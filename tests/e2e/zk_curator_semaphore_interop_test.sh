@@ -145,6 +145,9 @@ sem_hold c2
 wait_until -t 10 _has_children "$LEASES" 3 || fail "Curator never made its lease node; stderr: $(cat "$tmpdir/c2.err")"
 ! grep -q '^acquired' "$tmpdir/c2.out" || fail "Curator got a lease beside two dlock holders"
 [ "$(lock_waiters sem)" = 1 ] || fail "status shows $(lock_waiters sem) waiters while Curator waits, expected 1"
+"${DL[@]}" list --json >"$tmpdir/list.json" 2>&1 || fail "list failed: $(cat "$tmpdir/list.json")"
+[ "$(json '[l["name"] for l in d if l["name"].startswith("sem")]' <"$tmpdir/list.json")" = '["sem"]' ] ||
+  fail "list shows more than the semaphore (its mutex?): $(cat "$tmpdir/list.json")"
 d2_pid=$HOLDER_PID
 released=$(now_ms)
 release_holder d2
@@ -157,6 +160,24 @@ sem_release c2
 release_holder d1
 wait_exit "$d1_pid"
 [ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d1.err")"
+
+# 5. `dlock acquire --limit 2` (a keeper holds the session) takes one slot
+# beside Curator's lease: a Curator try is busy; renew works; release by
+# token lets Curator in.
+sem_hold c3
+sem_wait_held c3
+capture "${DL[@]}" acquire --limit 2 sem --ttl 2s
+[ "$rc" = 0 ] || fail "dlock acquire --limit 2 beside one Curator lease exited $rc; stderr: $err"
+token=$(head -1 <<<"$out")
+capture "${SEM[@]}" "$SEM_PATH" 2 try 500
+[[ $rc = 75 && $out = busy ]] || fail "Curator's try beside the keeper's lease: exit $rc, '$out' (expected 75, busy)"
+capture "${DL[@]}" renew sem "$token"
+[ "$rc" = 0 ] || fail "renew of the keeper's lease exited $rc; stderr: $err"
+capture "${DL[@]}" release sem "$token"
+[ "$rc" = 0 ] || fail "release of the keeper's lease exited $rc; stderr: $err"
+capture "${SEM[@]}" "$SEM_PATH" 2 try 5000
+[[ $rc = 0 && $out = acquired* ]] || fail "Curator's try after the keeper's release: exit $rc, '$out'; stderr: $err"
+sem_release c3
 wait_until -t 10 leases_are_empty || fail "lease nodes are left: $(children "$LEASES")"
 mutex_is_free "at the end"
 pass

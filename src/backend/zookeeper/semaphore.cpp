@@ -339,6 +339,14 @@ std::optional<LockStatus> break_semaphore(SemaphoreHost &host, Session &session,
 
 void add_semaphores(SemaphoreHost &host, Session &session, const std::string &base,
                     const std::vector<std::string> &names, std::vector<LockStatus> &out) {
+  // A semaphore's mutex (NAME/locks) is part of it, not a lock of its own.
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const LockStatus &status) {
+                             return std::any_of(names.begin(), names.end(), [&](const std::string &name) {
+                               return status.name == name + "/" + std::string(k_locks_child);
+                             });
+                           }),
+            out.end());
   for (const auto &name : names) {
     bool listed = std::any_of(out.begin(), out.end(), [&](const LockStatus &status) { return status.name == name; });
     if (listed) continue;

@@ -91,7 +91,8 @@ std::optional<LockStatus> break_semaphore(SemaphoreHost &host, Session &session,
                                           const std::string &name);
 
 // list(): adds the held semaphores among `names` (not already in `out`,
-// as a lock queue of their own) to `out`, and sorts it by name.
+// as a lock queue of their own) to `out`, drops their mutexes
+// (NAME/locks) from it, and sorts it by name.
 void add_semaphores(SemaphoreHost &host, Session &session, const std::string &base,
                     const std::vector<std::string> &names, std::vector<LockStatus> &out);
 
