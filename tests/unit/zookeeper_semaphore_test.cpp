@@ -45,7 +45,7 @@ TEST_CASE("zookeeper semaphore: a new lease node has Curator's protected name") 
   CHECK(lease_sequence(prefix + "0000000001") == 1u);
 }
 
-TEST_CASE("zookeeper semaphore: dlock's lease record carries the holder and N; another client's data has no N") {
+TEST_CASE("zookeeper semaphore: dlock's lease record carries the holder and N, another client's data no N") {
   std::string record = encode_lease_record(someone(), 3);
   CHECK(record_limit(record) == 3u);
   auto holder = decode_holder(record);
