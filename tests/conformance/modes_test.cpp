@@ -47,7 +47,7 @@ Offer offer() {
             .writer_preference = true,
             .detects_mixed_limits = true,
             .numbers_slots = true};
-  if (is({"zk"})) return {.shared = true, .writer_preference = true};
+  if (is({"zk"})) return {.shared = true, .semaphore = true, .writer_preference = true, .detects_mixed_limits = true};
   return {};
 }
 

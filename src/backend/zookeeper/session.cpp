@@ -337,9 +337,10 @@ CallPtr Session::get(const std::string &path, bool watch) {
                 [&](const void *holder) { return zoo_aget(m_handle, path.c_str(), watch ? 1 : 0, &on_data, holder); });
 }
 
-CallPtr Session::children(const std::string &path) {
-  return submit(
-      start(), [&](const void *holder) { return zoo_aget_children2(m_handle, path.c_str(), 0, &on_children, holder); });
+CallPtr Session::children(const std::string &path, bool watch) {
+  return submit(start(), [&](const void *holder) {
+    return zoo_aget_children2(m_handle, path.c_str(), watch ? 1 : 0, &on_children, holder);
+  });
 }
 
 CallPtr Session::confirm(const std::string &path) {

@@ -89,7 +89,7 @@ public:
   CallPtr remove(const std::string &path, int version = -1);
   CallPtr exists(const std::string &path, bool watch = false);
   CallPtr get(const std::string &path, bool watch = false);
-  CallPtr children(const std::string &path);
+  CallPtr children(const std::string &path, bool watch = false);
   // A write that changes nothing: a multi with one version check of `path`
   // (any version). Like every write it is committed by a quorum through the
   // current leader, so its answer shows our session alive in the leader's

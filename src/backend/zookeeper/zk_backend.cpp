@@ -2,6 +2,7 @@
 
 #include "backend/zookeeper/four_letter.hpp"
 #include "backend/zookeeper/paths.hpp"
+#include "backend/zookeeper/semaphore.hpp"
 #include "backend/zookeeper/session.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -27,7 +28,7 @@ constexpr Millis k_inspection_session{10'000};
 
 std::string basename_of(const std::string &path) { return path.substr(path.rfind('/') + 1); }
 
-class ZooKeeperBackend : public TakingBackend {
+class ZooKeeperBackend : public TakingBackend, public SemaphoreHost {
 public:
   explicit ZooKeeperBackend(const BackendConfig &config) : m_config(config), m_label(config.url.redacted()) {
     const Url &url = config.url;
@@ -157,7 +158,7 @@ public:
     std::string lock = lock_path(m_base, name);
     for (int attempt = 0; attempt < 3; ++attempt) {
       auto found = inspect(lock, name);
-      if (!found) return std::nullopt;
+      if (!found) return break_semaphore(*this, this->session(std::nullopt), lock, name);
       Session &session = this->session(std::nullopt);
       // Every holder: the writer, or all the readers at once.
       std::vector<CallPtr> removals;
@@ -178,15 +179,13 @@ public:
 
   LockStatus status(const std::string &name) override {
     auto found = inspect(lock_path(m_base, name), name);
-    if (found) return found->status;
-    LockStatus free;
-    free.name = name;
-    return free;
+    return found ? found->status : inspect_semaphore(*this, session(std::nullopt), lock_path(m_base, name), name);
   }
 
   std::vector<LockStatus> list(const std::string &prefix) override {
     Session &session = this->session(std::nullopt);
     std::map<std::string, std::vector<Contender>> queues; // by name
+    std::vector<std::string> semaphores;                  // names with a leases/ node
     // Breadth first, one round trip per level: every node of a level is
     // asked for its children at once.
     std::vector<std::pair<std::string, std::string>> level = {{"", m_base}}; // name, path
@@ -206,6 +205,7 @@ public:
             is_lock = true;
             continue;
           }
+          if (child == k_leases_child && !name.empty() && name.rfind(prefix, 0) == 0) semaphores.push_back(name);
           std::string child_name = (name.empty() ? "" : name + "/") + decode_level(child);
           // Only subtrees that can hold a name starting with `prefix`.
           if (child_name.rfind(prefix, 0) == 0 || prefix.rfind(child_name + "/", 0) == 0)
@@ -230,6 +230,7 @@ public:
         out.push_back(std::move(found->status)); // a holder let go meanwhile: look again
       }
     }
+    add_semaphores(*this, session, m_base, semaphores, out);
     return out;
   }
 
@@ -254,7 +255,7 @@ private:
 
   // The session for an acquisition with `ttl` (a new one when the current
   // one asked for another timeout and holds nothing), or any live session.
-  Session &session(std::optional<Millis> ttl) {
+  Session &session(std::optional<Millis> ttl) override {
     bool usable = m_session && !m_session->expired();
     if (usable && ttl && m_session->options().session_timeout != *ttl && m_held.empty()) usable = false;
     if (!usable) {
@@ -273,7 +274,7 @@ private:
 
   // Waits for a round trip; no answer within the connect timeout is 69.
   // The reference is valid as long as the caller keeps `call`.
-  const Call &finish(Session &session, const CallPtr &call, const std::string &what) const {
+  const Call &finish(Session &session, const CallPtr &call, const std::string &what) const override {
     if (!session.wait(*call, call->sent_at + m_config.connect_timeout))
       throw UnavailableError(fmt::format("{}: {}: no answer from ZooKeeper within {}", m_label, what,
                                          format_duration(m_config.connect_timeout)));
@@ -351,7 +352,7 @@ private:
   // its parent, so only this identity can join, leave or break the queue of
   // this lock, and everyone can read it. The levels above stay open, so one
   // user's lock does not shut others out of the namespace.
-  void create_parents(Session &session, const std::string &lock) {
+  void create_parents(Session &session, const std::string &lock) override {
     std::vector<std::string> levels = ancestors(lock);
     levels.push_back(lock);
     std::vector<CallPtr> calls;
@@ -451,7 +452,7 @@ private:
     return out;
   }
 
-  void leave(Session &session, const std::string &path) {
+  void leave(Session &session, const std::string &path) override {
     try {
       finish(session, session.remove(path), "cannot delete our node");
     } catch (const Error &) {
@@ -509,12 +510,13 @@ private:
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
-    if (request.mode == HoldMode::semaphore) refuse_mode(request, "zookeeper", "not offered by this backend yet");
     std::string lock = lock_path(m_base, request.name);
+    if (request.mode == HoldMode::semaphore) return take_semaphore(*this, lock, request, wait, deadline, interrupt);
     Session &session = this->session(request.ttl);
     Queued queued = enqueue(session, lock, request);
     std::string own = basename_of(queued.path);
     try {
+      refuse_beside_semaphore(*this, session, lock, queued.children, request);
       for (;;) {
         auto queue = contenders(queued.children);
         QueuePlace place = place_in(queue, own, own_nodes(session, lock));
@@ -551,25 +553,30 @@ private:
         if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot list {}", lock));
         queued.children = list.children;
       }
-      confirm_lease(session, queued.path);
+      return {AcquireOutcome::acquired, hold(session, request, queued.path, queued.stat), 0};
     } catch (...) {
       leave(session, queued.path);
       throw;
     }
+  }
+
+  Lease hold(Session &session, const LockRequest &request, const std::string &path, const NodeStat &stat) override {
+    confirm_lease(session, path);
     // Told at once if the node goes (forced release, expiry): the watch is
     // armed by a request we do not wait for.
-    session.exists(queued.path, true);
+    session.exists(path, true);
     session.drain_news(); // what happened while we queued is no news for the holder
     std::string token = random_hex(16);
-    m_held[token] = Held{queued.path, session.id()};
+    m_held[token] = Held{path, session.id()};
     Lease lease;
     lease.name = request.name;
     lease.token = token;
-    lease.fence = static_cast<std::uint64_t>(queued.stat.czxid);
+    lease.fence = static_cast<std::uint64_t>(stat.czxid);
     lease.mode = request.mode;
+    lease.limit = request.limit;
     lease.ttl = session.negotiated_timeout();
     lease.confirmed_at = session.lease_start();
-    return {AcquireOutcome::acquired, std::move(lease), 0};
+    return lease;
   }
 
   BackendConfig m_config;

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# dlock's zk:// semaphore (--limit N) and Apache Curator's
+# InterProcessSemaphoreV2(client, "/NS/NAME", N) on the same znode share the
+# N slots: with N = 2, one Curator lease and one dlock holder fill them, so a
+# second `dlock run --limit 2` is busy (75) and a Curator try is busy; a
+# dlock waiter gets in, by the watch, once Curator returns its lease, and a
+# waiting Curator once a dlock holder lets go. dlock's lease nodes are
+# "_c_<uuid>-lease-<seq>" under leases/, its fence their czxid; busy tries,
+# a timed-out wait and a signalled one leave neither a lease node nor a
+# node in the locks/ mutex; another --limit beside a dlock holder is
+# refused (78). Curator's side is tests/e2e/interop/CuratorSemaphore.java,
+# compiled here.
+SCENARIO="zookeeper: Curator's InterProcessSemaphoreV2 shares the slots with dlock --limit"
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/interop/zk_interop_lib.sh"
+use_zk_interop curator
+
+# FOREIGN is CuratorLock's command line: the same JVM and class path, with
+# CuratorSemaphore compiled beside it.
+SEM=()
+classpath=
+for ((i = 0; i < ${#FOREIGN[@]}; i++)); do
+  word=${FOREIGN[i]}
+  case $word in
+  -cp) classpath=${FOREIGN[i + 1]} ;;
+  CuratorLock) word=CuratorSemaphore ;;
+  esac
+  SEM+=("$word")
+done
+[ -n "$classpath" ] || fail "no class path in the Curator command line: ${FOREIGN[*]}"
+javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop_dir/CuratorSemaphore.java" \
+  2>"$tmpdir/javac-sem.err" || fail "javac CuratorSemaphore.java failed: $(head -5 "$tmpdir/javac-sem.err")"
+LEASE_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-[0-9]{10}$'
+SEM_PATH=/dlock/sem
+LEASES=$SEM_PATH/leases
+LOCKS=$SEM_PATH/locks
+
+# sem_hold ID: Curator waits for one lease of (SEM_PATH, 2) in the
+# background and holds it until sem_release ID.
+sem_hold() {
+  local id=$1
+  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
+  "${SEM[@]}" "$SEM_PATH" 2 hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  eval "_sem_pid_$id=$!"
+  track "$!"
+}
+
+# sem_wait_held ID [S]: wait until ID holds; sets SEM_CZXID, SEM_HELD_MS.
+sem_wait_held() {
+  local id=$1 limit=${2:-10} line
+  wait_until -t "$limit" grep -q '^acquired ' "$tmpdir/$id.out" ||
+    fail "Curator ($id) did not get a lease within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
+  SEM_HELD_MS=$(now_ms)
+  line=$(grep '^acquired ' "$tmpdir/$id.out")
+  [[ $line =~ czxid=([0-9]+) ]] || fail "Curator ($id) printed an odd line: $line"
+  SEM_CZXID=${BASH_REMATCH[1]}
+}
+
+sem_release() {
+  local id=$1 pid
+  eval "pid=\$_sem_pid_$id"
+  touch "$tmpdir/$id.release"
+  wait_exit "$pid" 10
+  [ "$rc" = 0 ] || fail "Curator ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
+  grep -qx released "$tmpdir/$id.out" || fail "Curator ($id) did not say released: $(cat "$tmpdir/$id.out")"
+}
+
+status_field() {
+  "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"
+}
+
+leases_are() {
+  [ "$(zk_child_count "$LEASES")" = "$1" ] || fail "$2: $(zk_child_count "$LEASES") lease nodes, expected $1: $(children "$LEASES")"
+}
+
+# shellcheck disable=SC2317 # called through wait_until
+leases_are_empty() { [ "$(zk_child_count "$LEASES")" = 0 ]; }
+
+mutex_is_free() {
+  [ "$(zk_child_count "$LOCKS")" = 0 ] || fail "$1: nodes are left in the mutex: $(children "$LOCKS")"
+}
+
+# 1. Curator's lease and a dlock holder fill the two slots: dlock and
+# Curator are both busy, and their tries leave nothing behind.
+sem_hold c1
+sem_wait_held c1
+start_holder d1 sem --limit 2
+d1_pid=$HOLDER_PID
+d1_fence=$(cat "$tmpdir/d1.fence")
+[ "$d1_fence" -gt "$SEM_CZXID" ] || fail "dlock's fence $d1_fence is not above Curator's lease czxid $SEM_CZXID"
+children "$LEASES" >"$tmpdir/leases"
+grep -q " czxid=$d1_fence\$" "$tmpdir/leases" || fail "no lease node has dlock's fence $d1_fence as czxid: $(cat "$tmpdir/leases")"
+while read -r node _; do
+  [[ $node =~ $LEASE_NODE_RE ]] || fail "a lease node is named '$node', expected /$LEASE_NODE_RE/"
+done <"$tmpdir/leases"
+capture "${DL[@]}" run --limit 2 sem -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "a third holder of --limit 2 exited $rc, expected 75; stderr: $err"
+[ ! -e "$tmpdir/ran" ] || fail "a third holder ran beside Curator's lease and dlock's"
+assert_one_line_message "busy semaphore" "$err"
+capture "${DL[@]}" run --limit 2 sem --wait 300ms -- touch "$tmpdir/ran"
+[ "$rc" = 75 ] || fail "a third holder with --wait 300ms exited $rc, expected 75; stderr: $err"
+capture "${SEM[@]}" "$SEM_PATH" 2 try 1000
+[[ $rc = 75 && $out = busy ]] || fail "Curator's try beside two holders: exit $rc, '$out' (expected 75, busy); stderr: $err"
+leases_are 2 "after the busy tries"
+mutex_is_free "after the busy tries"
+[ "$(status_field sem 'd["mode"]')" = semaphore ] || fail "status: $("${DL[@]}" status sem --json)"
+[ "$(status_field sem 'len(d["holders"])')" = 2 ] || fail "status does not show two holders: $("${DL[@]}" status sem --json)"
+[ "$(status_field sem 'd["limit"]')" = 2 ] || fail "status does not show dlock's limit: $("${DL[@]}" status sem --json)"
+
+# 2. Another N beside dlock's holder is refused; a waiter stopped by a
+# signal leaves no node.
+capture "${DL[@]}" run --limit 3 sem -- touch "$tmpdir/ran"
+[ "$rc" = 78 ] || fail "--limit 3 beside a dlock holder of --limit 2 exited $rc, expected 78; stderr: $err"
+[[ $err == *"--limit 2"* ]] || fail "the refusal does not name the other limit: $err"
+"${DL[@]}" run --limit 2 sem --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
+signalled=$!
+track "$signalled"
+wait_until -t 10 _has_children "$LEASES" 3 || fail "the waiting dlock never made its lease node: $(cat "$tmpdir/signalled.err")"
+kill -TERM "$signalled"
+wait_exit "$signalled"
+[ "$rc" = 143 ] || fail "a waiter stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+leases_are 2 "after the signalled waiter"
+mutex_is_free "after the signalled waiter"
+
+# 3. A dlock waiter gets in by the watch once Curator returns its lease.
+# shellcheck disable=SC2016 # expanded by the job's shell
+"${DL[@]}" run --limit 2 sem --wait 20s -- sh -c 'echo "$DLOCK_FENCE" >"$1"' sh "$tmpdir/waiter.fence" \
+  </dev/null >"$tmpdir/waiter.out" 2>"$tmpdir/waiter.err" &
+waiter=$!
+track "$waiter"
+wait_until -t 10 _has_children "$LEASES" 3 || fail "the waiting dlock never made its lease node: $(cat "$tmpdir/waiter.err")"
+[ ! -e "$tmpdir/waiter.fence" ] || fail "a third dlock ran beside two holders"
+released=$(now_ms)
+sem_release c1
+wait_exit "$waiter" 15
+[ "$rc" = 0 ] || fail "the waiting dlock exited $rc; stderr: $(cat "$tmpdir/waiter.err")"
+echo "dlock's waiter was done $(($(now_ms) - released)) ms after Curator returned its lease (upper bound)"
+[ "$(cat "$tmpdir/waiter.fence")" -gt "$d1_fence" ] || fail "the waiter's fence is not above the earlier holder's"
+leases_are 1 "after the waiter ran"
+
+# 4. Two dlock holders fill the slots; a waiting Curator gets in once one
+# lets go.
+start_holder d2 sem --limit 2
+sem_hold c2
+wait_until -t 10 _has_children "$LEASES" 3 || fail "Curator never made its lease node; stderr: $(cat "$tmpdir/c2.err")"
+! grep -q '^acquired' "$tmpdir/c2.out" || fail "Curator got a lease beside two dlock holders"
+[ "$(lock_waiters sem)" = 1 ] || fail "status shows $(lock_waiters sem) waiters while Curator waits, expected 1"
+"${DL[@]}" list --json >"$tmpdir/list.json" 2>&1 || fail "list failed: $(cat "$tmpdir/list.json")"
+[ "$(json '[l["name"] for l in d if l["name"].startswith("sem")]' <"$tmpdir/list.json")" = '["sem"]' ] ||
+  fail "list shows more than the semaphore (its mutex?): $(cat "$tmpdir/list.json")"
+d2_pid=$HOLDER_PID
+released=$(now_ms)
+release_holder d2
+wait_exit "$d2_pid"
+[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d2.err")"
+sem_wait_held c2
+echo "Curator got its lease $((SEM_HELD_MS - released)) ms after dlock's holder was told to end (upper bound)"
+[ $((SEM_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator was not woken by the watch"
+sem_release c2
+release_holder d1
+wait_exit "$d1_pid"
+[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d1.err")"
+
+# 5. `dlock acquire --limit 2` (a keeper holds the session) takes one slot
+# beside Curator's lease: a Curator try is busy; renew works; release by
+# token lets Curator in.
+sem_hold c3
+sem_wait_held c3
+capture "${DL[@]}" acquire --limit 2 sem --ttl 2s
+[ "$rc" = 0 ] || fail "dlock acquire --limit 2 beside one Curator lease exited $rc; stderr: $err"
+token=$(head -1 <<<"$out")
+capture "${SEM[@]}" "$SEM_PATH" 2 try 500
+[[ $rc = 75 && $out = busy ]] || fail "Curator's try beside the keeper's lease: exit $rc, '$out' (expected 75, busy)"
+capture "${DL[@]}" renew sem "$token"
+[ "$rc" = 0 ] || fail "renew of the keeper's lease exited $rc; stderr: $err"
+capture "${DL[@]}" release sem "$token"
+[ "$rc" = 0 ] || fail "release of the keeper's lease exited $rc; stderr: $err"
+capture "${SEM[@]}" "$SEM_PATH" 2 try 5000
+[[ $rc = 0 && $out = acquired* ]] || fail "Curator's try after the keeper's release: exit $rc, '$out'; stderr: $err"
+sem_release c3
+wait_until -t 10 leases_are_empty || fail "lease nodes are left: $(children "$LEASES")"
+mutex_is_free "at the end"
+pass
