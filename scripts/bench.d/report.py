@@ -46,7 +46,7 @@ ETCD = "dlock-etcd"
 # under the backend's contender key plus the mode's suffix.
 MODE_FLAGS = {"-shared": ("--shared",), "-limit3": ("--limit", "3")}
 MODE_ROWS = {"-shared": "run --shared x -- true", "-limit3": "run --limit 3 x -- true"}
-OFFERED_MODES = {FILE: ("-shared", "-limit3"), REDIS: ("-shared", "-limit3"), ZK: ("-shared",),
+OFFERED_MODES = {FILE: ("-shared", "-limit3"), REDIS: ("-shared", "-limit3"), ZK: ("-shared", "-limit3"),
                  PG: ("-shared", "-limit3"), ETCD: ("-shared", "-limit3")}
 FILE_SHARED = FILE + "-shared"
 FILE_LIMIT = FILE + "-limit3"
