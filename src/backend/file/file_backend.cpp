@@ -1,6 +1,7 @@
 #include "backend/file/file_backend.hpp"
 
 #include "backend/file/file_news.hpp"
+#include "backend/file/holders.hpp"
 #include "backend/file/lock_dir.hpp"
 #include "backend/file/proc_locks.hpp"
 #include "backend/file/record.hpp"
@@ -41,32 +42,6 @@ std::string user_of(pid_t pid) {
   if (info.st_uid == geteuid()) return user_name();
   return fmt::format("uid{}", info.st_uid);
 }
-
-// Serialises the record updates of shared holders, which all hold LOCK_SH
-// at once: an OFD write lock on the whole file for the few microseconds of
-// a read-modify-write. Linux keeps OFD locks apart from flock(2), so it
-// neither blocks nor is blocked by the lock itself.
-class RecordLock {
-public:
-  RecordLock(int fd, const std::string &path) : m_fd(fd) {
-    struct flock range {};
-    range.l_type = F_WRLCK;
-    range.l_whence = SEEK_SET;
-    while (fcntl(fd, F_OFD_SETLKW, &range) != 0)
-      if (errno != EINTR) throw file_error(fmt::format("cannot lock the record of {}", path), errno);
-  }
-  ~RecordLock() {
-    struct flock range {};
-    range.l_type = F_UNLCK;
-    range.l_whence = SEEK_SET;
-    fcntl(m_fd, F_OFD_SETLK, &range);
-  }
-  RecordLock(const RecordLock &) = delete;
-  RecordLock &operator=(const RecordLock &) = delete;
-
-private:
-  int m_fd;
-};
 
 class FileBackend final : public TakingBackend {
 public:
@@ -487,29 +462,8 @@ private:
     return lease;
   }
 
-  // Drops the readers the kernel no longer names as holders (killed ones).
-  static void prune_readers(LockRecord &record, const struct stat &identity) {
-    std::vector<pid_t> live = KernelLocks::read().of(identity.st_dev, identity.st_ino).holders;
-    std::erase_if(record.readers, [&](const ReaderRecord &reader) {
-      return std::find(live.begin(), live.end(), reader.holder.pid) == live.end();
-    });
-    if (record.readers.empty()) record.limit = 0;
-  }
-
-  // A name that holders hold in another way (readers against a semaphore,
-  // a semaphore of another N) is refused, 78, naming what holds it.
   void refuse_mixed(const LockRequest &request, const LockRecord &record, const std::string &file) const {
-    if (record.readers.empty()) return;
-    bool semaphore = record.limit > 0;
-    std::string held_as = semaphore ? fmt::format("a semaphore of {} (--limit {})", record.limit, record.limit)
-                                    : "a shared lock (--shared)";
-    bool same = request.mode == HoldMode::semaphore ? semaphore && record.limit == request.limit
-                                                    : request.mode == HoldMode::shared && !semaphore;
-    if (!same)
-      throw ConfigError(fmt::format("lock '{}' is held as {} by {} holder{} (pid {} first): take it the same way, or "
-                                    "use another name (lock file {})",
-                                    request.name, held_as, record.readers.size(), record.readers.size() == 1 ? "" : "s",
-                                    record.readers.front().holder.pid, path_of(file)));
+    if (auto why = mixed_refusal(request, record, path_of(file))) throw ConfigError(*why);
   }
 
   // On a busy lock file: refuses a request of another kind than its live
@@ -521,11 +475,7 @@ private:
     auto record = read_record(fd, path_of(file));
     if (!record) return;
     prune_readers(*record, info);
-    if (request.mode == HoldMode::exclusive && record->limit > 0)
-      throw ConfigError(fmt::format("lock '{}' is held as a semaphore of {} (--limit {}) by {} holder{}: take it with "
-                                    "--limit {}, or use another name",
-                                    request.name, record->limit, record->limit, record->readers.size(),
-                                    record->readers.size() == 1 ? "" : "s", record->limit));
+    if (auto why = semaphore_refusal(request, *record)) throw ConfigError(*why);
   }
 
   // The fence after `previous`: the larger of the stored counter + 1 and
