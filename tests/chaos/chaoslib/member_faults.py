@@ -93,10 +93,11 @@ class ServerIsolated(ServerFault):
     kind = "isolated"
     gap_s = (0.2, 0.4)
     first_fault_s = 0.3
-    # two faults of 3 s each, a wait of up to 3.5 s for a suitable holder
-    # before each and a leader lookup after an isolation (slow while the
-    # members elect) do not always fit in 8 s
-    quick_min_duration_s = 12.0
+    # two faults of 3 s each, a wait for a suitable holder before each
+    # (with half the jobs 0-6 s long, none may run on a member that can be
+    # cut off for seconds) and a leader lookup after an isolation (slow
+    # while the members elect) do not always fit in 8 s, nor in 12
+    quick_min_duration_s = 16.0
 
     def applies(self, backend):
         return backend in ("zk", "etcd")
@@ -153,7 +154,10 @@ class ServerIsolated(ServerFault):
                 holder, member = h, m
                 break
         if holder is None:
-            if now - since < choosy + 0.5:
+            # No holder to cut off yet: look on while the faults still to
+            # come fit in the cell, so that one hits a running job.
+            to_come = max(1, 2 - count) * (PAUSE_S + 1.5)
+            if now - since < choosy + 0.5 or cell.isolation_end - now > to_come:
                 return 0.005
             member = leader if leader != spared else random.choice(
                 [m for m in range(1, len(ports) + 1) if m != spared])
