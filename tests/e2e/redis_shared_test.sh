@@ -2,10 +2,10 @@
 # Redis shared lock (--shared): each reader's lease is its own, so a reader
 # killed with SIGKILL stops counting once its 1 s lease passes while another
 # reader keeps renewing (the live one never keeps the dead one alive); a
-# reader's token renews from another process; a waiting writer keeps new
-# readers out and gets the lock once the readers leave; and a writer killed
-# while it waits stops keeping readers out once its waiting lease (2 s)
-# runs out.
+# reader's token renews from another process; a waiting writer (in the
+# name's queue) keeps new readers out and gets the lock once the readers
+# leave; and a writer killed while it waits stops keeping readers out at
+# the next reader's try, which finds it gone.
 SCENARIO="redis: shared lock"
 . "$(dirname "$0")/lib.sh"
 use_redis
@@ -49,22 +49,25 @@ mkfifo "$tmpdir/w1.go"
 writer=$!
 track "$writer"
 wait_until has_waiter rs || fail "the writer never waited for rs"
-wait_until test "$("$RCLI" EXISTS "$(redis_key rs writer-waiting)")" = 1 ||
-  fail "the waiting writer left no $(redis_key rs writer-waiting)"
+case $("$RCLI" ZRANGE "$(redis_key rs queue)" 0 -1) in
+x:*) ;;
+*) fail "the waiting writer is not in $(redis_key rs queue): $("$RCLI" ZRANGE "$(redis_key rs queue)" 0 -1)" ;;
+esac
 capture "${DL[@]}" run --shared rs -- true
 [ "$rc" = 75 ] || fail "a new reader got in beside a waiting writer: exit $rc, expected 75 (busy); stderr: $err"
 [ ! -e "$tmpdir/w1.in" ] || fail "the writer got rs while a reader held it"
 release_holder r2
 wait_until test -e "$tmpdir/w1.in" || fail "the writer did not get rs once the reader left: $(cat "$tmpdir/w1.err")"
-[ "$("$RCLI" EXISTS "$(redis_key rs writer-waiting)")" = 0 ] || fail "the writer still waits once it holds rs"
+[ "$("$RCLI" EXISTS "$(redis_key rs queue)")" = 0 ] || fail "the writer is still in the queue once it holds rs"
 capture "${DL[@]}" run --shared rs -- true
 [ "$rc" = 75 ] || fail "a reader ran beside the writer: exit $rc, expected 75 (busy); stderr: $err"
 echo >"$tmpdir/w1.go"
 wait_exit "$writer"
 [ "$rc" = 0 ] || fail "the writer exited $rc: $(cat "$tmpdir/w1.err")"
 
-# A writer killed with SIGKILL while it waits keeps new readers out only
-# until its 2 s waiting lease runs out.
+# A writer killed with SIGKILL while it waits keeps new readers out no
+# longer: the next reader asks it on its channel, finds nobody there and
+# drops it from the queue.
 start_holder r3 rs --shared --ttl 2s
 "${DL[@]}" run rs --wait 30s -- true </dev/null 2>"$tmpdir/w2.err" &
 writer=$!
@@ -74,14 +77,15 @@ capture "${DL[@]}" run --shared rs -- true
 [ "$rc" = 75 ] || fail "a new reader got in beside the second waiting writer: exit $rc; stderr: $err"
 kill -KILL "$writer"
 killed=$(now_ms)
+wait_until is_gone "$writer" || fail "the killed writer did not end"
 capture "${DL[@]}" run --shared --wait 10s rs -- true
 waited=$(($(now_ms) - killed))
 [ "$rc" = 0 ] || fail "a reader after the killed waiting writer exited $rc; stderr: $err"
-[ "$waited" -lt 3500 ] || fail "the killed writer kept readers out for ${waited} ms, its waiting lease is 2 s"
+[ "$waited" -lt 3500 ] || fail "the killed writer kept readers out for ${waited} ms"
 echo "a new reader got in ${waited} ms after the waiting writer was killed"
 release_holder r3
 wait_until is_free rs || fail "rs is still held after its readers ended"
-for part in readers readers-info writer-waiting; do
+for part in readers readers-info queue turns; do
   wait_until test "$("$RCLI" EXISTS "$(redis_key rs "$part")")" = 0 ||
     fail "$(redis_key rs "$part") is left after the last reader"
 done

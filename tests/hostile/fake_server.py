@@ -156,7 +156,7 @@ def serve_garble_once(conn):
             upstream.close()
             return
         args = Redis.args(raw)
-        renewal = len(args) > 1 and args[0].upper() == b"EVAL" and b"PEXPIRE" in args[1] and b"then return 0" in args[1]
+        renewal = len(args) > 1 and args[0].upper() == b"EVAL" and b"local ttl = tonumber(ARGV[2])" in args[1]
         if renewal and not garbled.is_set():
             garbled.set()
             conn.sendall(Redis.garbage)

@@ -23,7 +23,8 @@ std::string tag_head(const std::string &lock_namespace) {
 Keys keys_for(const std::string &lock_namespace, const std::string &name) {
   std::string tag = tag_head(lock_namespace) + name + "}";
   return {tag + ":lock",     tag + ":info",    tag + ":fence",        tag + ":released",      tag + ":sem",
-          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":writer-waiting"};
+          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":queue",
+          tag + ":turns"};
 }
 
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
@@ -36,7 +37,7 @@ std::vector<std::string> semaphore_command(const std::string &script, const Keys
                                            std::initializer_list<std::string> args) {
   std::vector<std::string> command = {"EVAL",
                                       script,
-                                      "8",
+                                      "9",
                                       keys.lock,
                                       keys.info,
                                       keys.fence,
@@ -44,7 +45,8 @@ std::vector<std::string> semaphore_command(const std::string &script, const Keys
                                       keys.semaphore_info,
                                       keys.readers,
                                       keys.readers_info,
-                                      keys.writers_waiting};
+                                      keys.queue,
+                                      keys.turns};
   command.insert(command.end(), args);
   return command;
 }

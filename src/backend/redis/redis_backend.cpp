@@ -4,6 +4,7 @@
 #include "backend/redis/connection.hpp"
 #include "backend/redis/nodes.hpp"
 #include "backend/redis/scripts.hpp"
+#include "backend/redis/server_scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -74,7 +75,7 @@ public:
   }
 
   AcquireResult try_acquire(const LockRequest &request) override {
-    Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name)));
+    Attempt attempt = attempt_once(request, acquire_command(request, keys_for(request.name), ""));
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
   }
@@ -82,20 +83,13 @@ public:
   AcquireResult acquire(const LockRequest &request, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
     Keys keys = keys_for(request.name);
-    // A free lock costs no subscription. Otherwise every attempt that may
-    // be followed by a wait is made while subscribed: a release published
-    // between that attempt and the wait is already in the socket, not lost.
-    // A writer's busy attempts enter it among the waiting writers, which
-    // keeps new readers out; it leaves them when it gets the lock or gives up.
-    bool writer = request.mode == HoldMode::exclusive;
-    AcquireCommand command = acquire_command(request, keys, writer ? k_writer_waiting : Millis(0));
-    auto give_up = [&](AcquireResult result) {
-      if (writer) try {
-          main().pipeline({semaphore_command(lua::shared::stop_waiting, keys, {command.token})});
-        } catch (const Error &) { // its waiting lease runs out on its own
-        }
-      return result;
-    };
+    // A free lock costs no subscription and no place in the queue. Once
+    // busy, the waiter listens on its own channel before it joins the
+    // queue (server_scripts.hpp): its wake-up is then already in the
+    // socket, not lost, and a release finds it listening (one that finds
+    // nobody drops it from the queue). Every attempt uses one token: at
+    // most one of them can take the lock.
+    AcquireCommand command = acquire_command(request, keys, "");
     try {
       if (Attempt first = attempt_once(request, command); first.lease)
         return {AcquireOutcome::acquired, std::move(first.lease), 0};
@@ -103,9 +97,19 @@ public:
       // A failover under way: wait for it like for any other holder.
       detail(1, "waiting on '{}': {}", request.name, away.what());
     }
-    if (deadline && SteadyClock::now() >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
+    if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+    std::string id = random_hex(8);
+    std::string channel = keys.queue + ":" + id;
+    command = acquire_command(request, keys, id, command.token);
+    auto give_up = [&](AcquireResult result) {
+      try {
+        main().pipeline({semaphore_command(lua::server::leave, keys, {queue_member(request, id)})});
+      } catch (const Error &) { // its place ends with its listener, or with the queue
+      }
+      return result;
+    };
     auto subscriber = std::make_unique<Connection>(master(), m_options);
-    bool subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
+    bool subscribed = subscribe(*subscriber, channel, subscriber->round_trip_deadline());
     bool pubsub = subscribed; // false: the server refuses SUBSCRIBE (an ACL): poll
     std::minstd_rand random(static_cast<unsigned>(getpid()) ^
                             static_cast<unsigned>(SteadyClock::now().time_since_epoch().count()));
@@ -115,16 +119,16 @@ public:
       Attempt attempt;
       try {
         if (pubsub && !subscribed) {
-          // Under Sentinel the channel is the master's of now, asked anew
-          // (a release on a new master reaches the old one only while
-          // that replicates from it, and not at all once it is gone).
+          // Under Sentinel the channel is the master's of now, asked anew.
           if (!m_sentinels.empty()) {
             forget_master();
             subscriber = std::make_unique<Connection>(master(), m_options);
           }
-          subscribed = subscribe(*subscriber, keys.channel, subscriber->round_trip_deadline());
+          subscribed = subscribe(*subscriber, channel, subscriber->round_trip_deadline());
         }
-        attempt = attempt_once(request, command);
+        // Without a listener the waiter does not join the queue (a wake-up
+        // would find nobody and drop it): it polls, after the queue.
+        attempt = attempt_once(request, subscribed ? command : acquire_command(request, keys, "", command.token));
         backoff.reset();
       } catch (const UnavailableError &away) {
         backoff.ride_out(away, request.name, deadline, interrupt);
@@ -133,25 +137,28 @@ public:
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
-      // Fallback if the holder dies without publishing: retry when its
-      // lease runs out, with jitter so that waiters do not stampede.
-      // Without pub/sub (an ACL may forbid it) this is the only wake-up.
-      // A writer tries again well within its waiting lease, renewing it.
-      Millis cap = subscribed ? Millis::max() : Millis(250);
-      auto wake = retry_at(now, attempt.holder_pttl, writer ? std::min(cap, k_writer_waiting / 4) : cap, random);
+      // Unless woken, try again when what stands in the way could have run
+      // out (a holder dead without a release, a woken waiter that does not
+      // come), with jitter; and at least every 30 s, which keeps the
+      // waiter's place (the queue ends 90 s after the last waiter's move).
+      // Without pub/sub this is the only wake-up.
+      Millis cap = subscribed ? k_longest_sleep : Millis(250);
+      auto wake = retry_at(now, attempt.holder_pttl, cap, random);
       if (deadline) wake = std::min(wake, *deadline);
-      if (subscribed) {
-        try {
-          subscriber->read(wake, interrupt.fd()); // a message, the fallback time, the deadline or a signal
-        } catch (const UnavailableError &lost) {
-          // Resubscribed before the next attempt (a release published in
-          // between is then not missed).
-          detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
-          subscriber->close();
-          subscribed = false;
-        }
-      } else {
+      if (!subscribed) {
         sleep_until(wake, interrupt);
+        continue;
+      }
+      try {
+        // A wake-up, the fallback time, the deadline or a signal; a probe
+        // ('ping': is this waiter still there?) needs no answer.
+        while (std::optional<Reply> message = subscriber->read(wake, interrupt.fd()))
+          if (!is_probe(*message)) break;
+      } catch (const UnavailableError &lost) {
+        // Listening again before the next attempt, which keeps the place.
+        detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
+        subscriber->close();
+        subscribed = false;
       }
     }
   }
@@ -163,8 +170,8 @@ public:
     std::initializer_list<std::string> args = {lease.token, std::to_string(std::max(ttl, Millis(0)).count()),
                                                std::to_string(k_unrecorded_length.count())};
     std::vector<std::string> command =
-        is_semaphore_token(lease.token) ? semaphore_command(lua::semaphore::renew, keys, args)
-        : is_shared_token(lease.token)  ? semaphore_command(lua::shared::renew, keys, args)
+        is_semaphore_token(lease.token) ? semaphore_command(lua::server::semaphore::renew, keys, args)
+        : is_shared_token(lease.token)  ? semaphore_command(lua::server::shared::renew, keys, args)
                                         : renew_command(keys, lease.token, ttl);
     Reply reply = checked(main().pipeline({command}, answer_by)[0]);
     std::optional<RenewReply> renewed = read_renew_reply(reply);
@@ -195,14 +202,8 @@ public:
 
   std::optional<LockStatus> force_release(const std::string &name) override {
     Keys keys = keys_for(name);
-    Reply reply = run_script(lua::force_release, keys, {keys.channel});
-    if (!reply.is_nil()) return status_from(name, reply, keys);
-    // Not held as an exclusive lock: maybe as a semaphore, every slot of
-    // which is broken.
-    reply = checked(main().pipeline({semaphore_command(lua::semaphore::force_release, keys, {keys.channel})})[0]);
-    // Or by readers, whose shares are all broken.
-    if (reply.is_nil())
-      reply = checked(main().pipeline({semaphore_command(lua::shared::force_release, keys, {keys.channel})})[0]);
+    // The exclusive lock, every slot of a semaphore or every reader's share.
+    Reply reply = checked(main().pipeline({semaphore_command(lua::server::force_release, keys, {keys.channel})})[0]);
     if (reply.is_nil()) return std::nullopt;
     return lock_status(name, reply, keys);
   }
@@ -211,10 +212,11 @@ public:
     Keys keys = keys_for(name);
     check_master();
     std::vector<Reply> replies =
-        main().pipeline({semaphore_command(lua::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
+        main().pipeline({semaphore_command(lua::server::status, keys, {}), {"PUBSUB", "NUMSUB", keys.channel}});
     LockStatus status = lock_status(name, checked(replies[0]), keys);
     const Reply &numsub = replies[1];
-    if (numsub.type == Reply::Type::array && numsub.elements.size() == 2) status.waiters = numsub.elements[1].integer;
+    if (numsub.type == Reply::Type::array && numsub.elements.size() == 2)
+      status.waiters = status.waiters.value_or(0) + numsub.elements[1].integer;
     return status;
   }
 
@@ -248,7 +250,7 @@ public:
       std::vector<std::string> numsub = {"PUBSUB", "NUMSUB"};
       for (std::size_t i = first; i < last; ++i) {
         Keys keys = keys_for(names[i]);
-        commands.push_back(semaphore_command(lua::status, keys, {}));
+        commands.push_back(semaphore_command(lua::server::status, keys, {}));
         numsub.push_back(keys.channel);
       }
       commands.push_back(numsub);
@@ -258,7 +260,7 @@ public:
         LockStatus status = lock_status(names[i], checked(replies[i - first]), keys_for(names[i]));
         std::size_t at = 2 * (i - first) + 1;
         if (counts.type == Reply::Type::array && at < counts.elements.size())
-          status.waiters = counts.elements[at].integer;
+          status.waiters = status.waiters.value_or(0) + counts.elements[at].integer;
         if (status.held) out.push_back(std::move(status));
       }
     }
@@ -303,15 +305,6 @@ private:
   std::string tag_head() const { return redis::tag_head(m_config.lock_namespace); }
   Keys keys_for(const std::string &name) const { return redis::keys_for(m_config.lock_namespace, name); }
 
-  // EVAL rather than EVALSHA: the scripts are a few hundred bytes, Redis
-  // keeps them cached by hash, and there is no NOSCRIPT round trip after a
-  // restart or SCRIPT FLUSH.
-  Reply run_script(const char *script, const Keys &keys, std::initializer_list<std::string> args,
-                   std::optional<Deadline> answer_by = std::nullopt) {
-    std::vector<Reply> replies = main().pipeline({script_command(script, keys, args)}, answer_by);
-    return checked(replies[0]);
-  }
-
   // One acquire request, formatted once per acquire() so that a waiter that
   // is woken only has to send it. Every attempt of one call uses the same
   // token: at most one of them can take the lock.
@@ -320,33 +313,47 @@ private:
     std::string bytes;
   };
 
-  // How long a waiting writer keeps new readers out unless it tries again.
-  static constexpr Millis k_writer_waiting{2000};
+  // How long a waiter sleeps at most unless woken: well within the 90 s
+  // that keep its place in the queue.
+  static constexpr Millis k_longest_sleep{30'000};
 
-  // `waiting`: how long a writer's busy attempt keeps new readers out (0:
-  // not at all, try_acquire).
-  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys, Millis waiting = Millis(0)) const {
+  // The waiter `id`'s member of the queue: its kind and id.
+  static std::string queue_member(const LockRequest &request, const std::string &id) {
+    if (request.mode == HoldMode::shared) return "r:" + id;
+    if (request.mode == HoldMode::semaphore) return fmt::format("s{}:{}", request.limit, id);
+    return "x:" + id;
+  }
+
+  // A probe of the queue ("is this waiter still there?"), not a wake-up.
+  static bool is_probe(const Reply &message) {
+    return message.type == Reply::Type::array && message.elements.size() == 3 && message.elements[2].str == "ping";
+  }
+
+  // `id`: the waiter's id in the queue, "" for a try that does not wait.
+  // `token`: the token of the call's earlier attempts (a new one if empty).
+  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys, const std::string &id,
+                                 const std::string &token = {}) const {
     const HolderInfo &holder = request.holder;
     if (request.mode == HoldMode::shared) {
-      AcquireCommand command{new_shared_token(), {}};
-      append_command(command.bytes, semaphore_command(lua::shared::acquire, keys,
+      AcquireCommand command{token.empty() ? new_shared_token() : token, {}};
+      append_command(command.bytes, semaphore_command(lua::server::shared::acquire, keys,
                                                       {command.token, std::to_string(request.ttl.count()), holder.host,
-                                                       std::to_string(holder.pid), holder.user, holder.command}));
+                                                       std::to_string(holder.pid), holder.user, holder.command, id}));
       return command;
     }
     if (request.mode == HoldMode::semaphore) {
-      AcquireCommand command{new_semaphore_token(), {}};
-      append_command(command.bytes, semaphore_command(lua::semaphore::acquire, keys,
-                                                      {command.token, std::to_string(request.ttl.count()),
-                                                       std::to_string(request.limit), holder.host,
-                                                       std::to_string(holder.pid), holder.user, holder.command}));
+      AcquireCommand command{token.empty() ? new_semaphore_token() : token, {}};
+      append_command(command.bytes,
+                     semaphore_command(lua::server::semaphore::acquire, keys,
+                                       {command.token, std::to_string(request.ttl.count()),
+                                        std::to_string(request.limit), holder.host, std::to_string(holder.pid),
+                                        holder.user, holder.command, id}));
       return command;
     }
-    AcquireCommand command{random_hex(16), {}};
-    append_command(command.bytes, semaphore_command(lua::acquire, keys,
+    AcquireCommand command{token.empty() ? random_hex(16) : token, {}};
+    append_command(command.bytes, semaphore_command(lua::server::acquire, keys,
                                                     {command.token, std::to_string(request.ttl.count()), holder.host,
-                                                     std::to_string(holder.pid), holder.user, holder.command,
-                                                     std::to_string(waiting.count())}));
+                                                     std::to_string(holder.pid), holder.user, holder.command, id}));
     return command;
   }
 
@@ -425,17 +432,21 @@ private:
     Keys keys = keys_for(name);
     std::string bytes;
     append_command(bytes,
-                   is_semaphore_token(token) ? semaphore_command(lua::semaphore::release, keys, {token, keys.channel})
-                   : is_shared_token(token)  ? semaphore_command(lua::shared::release, keys, {token, keys.channel})
-                                             : script_command(lua::release, keys, {token, keys.channel}));
+                   semaphore_command(is_semaphore_token(token) ? lua::server::semaphore::release
+                                     : is_shared_token(token)  ? lua::server::shared::release
+                                                               : lua::server::release,
+                                     keys, {token, keys.channel}));
     return bytes;
   }
 
-  // A lock as the status script (on all eight keys) sees it.
+  // A lock as the status script (on all nine keys) sees it, with the
+  // waiters in its queue.
   static LockStatus lock_status(const std::string &name, const Reply &reply, const Keys &keys) {
     LockStatus status = status_from(name, reply, keys);
     add_semaphore_status(status, reply, keys);
     add_shared_status(status, reply, keys);
+    if (reply.elements.size() > 6 && reply.elements[6].type == Reply::Type::integer && reply.elements[6].integer >= 0)
+      status.waiters = reply.elements[6].integer;
     return status;
   }
 

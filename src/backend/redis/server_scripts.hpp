@@ -1,0 +1,416 @@
+#pragma once
+
+// The Lua scripts of the single-server Redis backend, on all nine keys of a
+// lock (semaphore_command(); scripts.hpp has the keys they share with
+// Redlock). Besides KEYS[1..3] (the exclusive lock, its holder record and
+// the fence counter):
+//
+// KEYS[4] the semaphore (--limit N): a sorted set, one member per holder
+// (the SHA-1 of its token, so the token never rests on the server), scored
+// by the server's time in ms at which its lease ends; KEYS[5] its record
+// (hash): `limit` = N, and per member M the fields M:host, M:pid, M:user,
+// M:command, M:since, M:fence, M:ttl (its length) and M:slot (its number,
+// 0..N-1, unique among the live members). Both expire with the last lease.
+//
+// KEYS[6] the readers of a shared lock (--shared; sorted set as the
+// semaphore's) and KEYS[7] their record (M:host, ... M:ttl), both
+// expiring with the last reader's lease. Its writer is the exclusive lock.
+//
+// KEYS[8] the queue of waiters, first come, first served for every mode: a
+// sorted set of members KIND:ID scored by their place (1, 2, ...), KIND
+// 'x' (exclusive), 'r' (reader) or 's'N (a semaphore of N), ID a waiter's
+// random id (not its token). Each waiter listens on its own channel,
+// KEYS[8] .. ':' .. ID. KEYS[9] the turns: a member of the queue whom the
+// name admits now is woken on its channel ('turn') and has 2 s (its score
+// here, server ms) to come and take it; a member whose turn ran out leaves
+// the queue (its waiter is stopped or cut off, and joins again at the end
+// when it comes back). A waiter whose channel has no listener is gone
+// (killed, or its connection lost) and leaves the queue when a wake-up or
+// a probe ('ping') finds it so. So a release wakes the head of the queue
+// (or as many as the slots it freed, or every reader in a row), not every
+// waiter, and the server's work per hand-over does not grow with the
+// number of waiters. Both keys end 90 s after the last waiter's move;
+// waiters try again at least every 30 s.
+//
+// Every script starts with `prelude`.
+
+#include <string>
+
+namespace dlock::backend::redis::lua::server {
+
+// `now` (server time in ms), `micros`, num(x) (an integer string), the
+// expired semaphore holders and readers (and their fields) dropped, the
+// queue members whose turn ran out dropped, and the functions the scripts
+// share: expire_set(set, also) (make the keys end with the set's last
+// lease, or delete them when it is empty), room(kind), the queue's q_*.
+inline constexpr const char *prelude = R"lua(
+local t = redis.call('TIME')
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(micros / 1000)
+local function num(x) return string.format('%.0f', x) end
+local function forget(info, m)
+  redis.call('HDEL', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
+             m .. ':ttl', m .. ':slot')
+end
+local function drop_expired(set, info)
+  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', num(now))
+  for _, m in ipairs(gone) do forget(info, m) end
+  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now)) end
+end
+drop_expired(KEYS[4], KEYS[5])
+drop_expired(KEYS[6], KEYS[7])
+local function expire_set(set, also)
+  local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', set, also)
+    return
+  end
+  local left = num(math.max(tonumber(last[2]) - now, 1))
+  redis.call('PEXPIRE', set, left)
+  redis.call('PEXPIRE', also, left)
+end
+-- How many more holders of KIND the name admits now, queue aside.
+local function room(kind)
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+  local slots, readers = redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[6])
+  if kind == 'x' then return (slots == 0 and readers == 0) and 1 or 0 end
+  if kind == 'r' then return slots == 0 and 1e9 or 0 end
+  local n = tonumber(string.sub(kind, 2)) or 0
+  if readers > 0 or (slots > 0 and redis.call('HGET', KEYS[5], 'limit') ~= num(n)) then return 0 end
+  return math.max(n - slots, 0)
+end
+local function q_kind(m) return string.match(m, '^([^:]*):') end
+local function q_tell(m, what) return redis.call('PUBLISH', KEYS[8] .. ':' .. string.match(m, ':(.*)$'), what) end
+local function q_drop(m)
+  redis.call('ZREM', KEYS[8], m)
+  redis.call('ZREM', KEYS[9], m)
+end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', num(now))) do q_drop(m) end
+local function q_keep()
+  redis.call('PEXPIRE', KEYS[8], 90000)
+  redis.call('PEXPIRE', KEYS[9], 90000)
+end
+-- Wakes the members at the head whom the name admits now (of the head's
+-- kind, within its room) and have no turn yet; drops the gone.
+local function q_wake()
+  local kind, r, i = nil, 0, 0
+  while true do
+    local at = redis.call('ZRANGE', KEYS[8], i, i)
+    if #at == 0 then return end
+    local m = at[1]
+    if i == 0 then
+      kind = q_kind(m)
+      r = room(kind)
+    end
+    if q_kind(m) ~= kind or i >= r then return end
+    if redis.call('ZSCORE', KEYS[9], m) then
+      i = i + 1
+    elseif q_tell(m, 'turn') > 0 then
+      redis.call('ZADD', KEYS[9], num(now + 2000), m)
+      q_keep()
+      i = i + 1
+    else
+      q_drop(m)
+    end
+  end
+end
+-- Whether the name admits a holder of KIND that waits as ME (nil: it does
+-- not wait, and comes after the whole queue): the members ahead of it are
+-- of its kind and leave it room. A member of another kind ahead is asked
+-- whether it is still there; a gone one is dropped.
+local function q_admits(kind, me)
+  local r = room(kind)
+  if r == 0 then return false end
+  local ahead = me and redis.call('ZRANK', KEYS[8], me) or redis.call('ZCARD', KEYS[8])
+  local i = 0
+  while i < ahead do
+    if i >= r then return false end
+    local m = redis.call('ZRANGE', KEYS[8], i, i)[1]
+    if q_kind(m) == kind then
+      i = i + 1
+    elseif q_tell(m, 'ping') == 0 then
+      q_drop(m)
+      ahead = ahead - 1
+    else
+      return false
+    end
+  end
+  return ahead < r
+end
+-- ME joins the end of the queue (or keeps its place); a turn it could not
+-- use ends (it is woken again when the name admits it).
+local function q_join(me)
+  if not me then return end
+  redis.call('ZREM', KEYS[9], me)
+  if not redis.call('ZSCORE', KEYS[8], me) then
+    local last = redis.call('ZRANGE', KEYS[8], -1, -1, 'WITHSCORES')
+    redis.call('ZADD', KEYS[8], num(#last > 0 and tonumber(last[2]) + 1 or 1), me)
+  end
+  q_keep()
+end
+-- ME leaves the queue (it holds, gave up or was refused); others may be
+-- admitted now.
+local function q_leave(me)
+  if me then q_drop(me) end
+  q_wake()
+end
+-- How long a waiter that is not woken sleeps before it tries again: until
+-- the first lease or turn that stands in the way ends.
+local function wait_ms()
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then return left end
+  local first
+  for _, set in ipairs({KEYS[4], KEYS[6], KEYS[9]}) do
+    local head = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+    if #head > 0 and (not first or tonumber(head[2]) < first) then first = tonumber(head[2]) end
+  end
+  return first and math.max(first - now, 1) or 50
+end
+local function new_fence()
+  local fence = num(math.max((tonumber(redis.call('GET', KEYS[3])) or 0) + 1, micros))
+  redis.call('SET', KEYS[3], fence)
+  return fence
+end
+)lua";
+
+// The exclusive lock. ARGV: token, ttl ms, host, pid, user, command, the
+// waiter's id ('' when it does not wait: a try). Returns {1, fence} when
+// taken (again, with its fence, if this token already holds it: a retry
+// whose answer was lost), {0, ms to sleep unless woken} when busy (a
+// waiter joins the queue), {2, N} when live holders hold the name as a
+// semaphore of N.
+// fence = max(last fence + 1, server time in µs): it keeps growing when the
+// counter is lost (FLUSHALL, restart without persistence).
+inline const std::string acquire = std::string(prelude) + R"lua(
+local me = ARGV[7] ~= '' and ('x:' .. ARGV[7]) or nil
+if redis.call('ZCARD', KEYS[4]) > 0 then
+  q_leave(me)
+  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  if me then q_leave(me) end
+  return {1, redis.call('HGET', KEYS[2], 'fence') or '0'}
+end
+if not q_admits('x', me) then
+  q_join(me)
+  q_wake()
+  return {0, wait_ms()}
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if me then q_drop(me) end
+local fence = new_fence()
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6], 'since', num(now),
+           'fence', fence, 'ttl', ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return {1, fence}
+)lua";
+
+// ARGV: token, channel of older dlocks' waiters. 1 if released (the head
+// of the queue is woken), 0 if not the owner.
+inline const std::string release = std::string(prelude) + R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[2], 'released')
+q_wake()
+return 1
+)lua";
+
+// ARGV: member (KIND:ID). A waiter that gives up leaves the queue.
+inline const std::string leave = std::string(prelude) + R"lua(
+q_leave(ARGV[1])
+return 1
+)lua";
+
+// The body of the status script: {pttl, holder fields, last fence, N or
+// '', {{pttl, holder fields and slot}, ...} of the live semaphore holders,
+// {{pttl, holder fields}, ...} of the live readers, waiters in the queue};
+// pttl is -2 when no exclusive lock is held.
+inline constexpr const char *status_body = R"lua(
+local function holders(set, info, slot)
+  local out = {}
+  local live = redis.call('ZRANGEBYSCORE', set, '(' .. num(now), '+inf', 'WITHSCORES')
+  for i = 1, #live, 2 do
+    local m = live[i]
+    local v = redis.call('HMGET', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since',
+                         m .. ':fence', m .. ':slot')
+    local fields = {'host', v[1] or '', 'pid', v[2] or '', 'user', v[3] or '', 'command', v[4] or '', 'since',
+                    v[5] or '', 'fence', v[6] or ''}
+    if slot then
+      fields[#fields + 1] = 'slot'
+      fields[#fields + 1] = v[7] or ''
+    end
+    out[#out + 1] = {num(tonumber(live[i + 1]) - now), fields}
+  end
+  return out
+end
+local result = {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('GET', KEYS[3]) or '',
+                redis.call('HGET', KEYS[5], 'limit') or '', holders(KEYS[4], KEYS[5], true),
+                holders(KEYS[6], KEYS[7], false), redis.call('ZCARD', KEYS[8])}
+)lua";
+inline const std::string status = std::string(prelude) + status_body + "return result\n";
+
+// ARGV: channel of older dlocks' waiters. Breaks the exclusive lock, every
+// slot of a semaphore or every reader's share, whichever holds the name:
+// the status script's reply from before, or nil when it was free.
+inline const std::string force_release = std::string(prelude) + status_body + R"lua(
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 and redis.call('ZCARD', KEYS[6]) == 0 then
+  return false
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('PUBLISH', ARGV[1], 'released')
+q_wake()
+return result
+)lua";
+
+// What renewing a semaphore's slot or a reader's share does on SET and
+// INFO (KEYS[4] and [5], or [6] and [7]). ARGV: token, ttl ms (0: its own
+// length), fallback ms (a lease without a recorded length). {1, ttl
+// applied} if renewed, 0 if the token holds none (any more). As the
+// exclusive lock's renew script, a ttl given becomes the lease's length.
+inline constexpr const char *renew_member = R"lua(
+local member = redis.sha1hex(ARGV[1])
+if not redis.call('ZSCORE', SET, member) then
+  expire_set(SET, INFO)
+  return 0
+end
+local ttl = tonumber(ARGV[2])
+if ttl == 0 then
+  ttl = tonumber(redis.call('HGET', INFO, member .. ':ttl'))
+  if not ttl or ttl < 1 then ttl = tonumber(ARGV[3]) end
+else
+  redis.call('HSET', INFO, member .. ':ttl', ARGV[2])
+end
+redis.call('ZADD', SET, num(now + ttl), member)
+expire_set(SET, INFO)
+return {1, num(ttl)}
+)lua";
+
+// Releasing a slot or a share. ARGV: token, channel of older dlocks'
+// waiters. 1 if released (the queue is woken), 0 if the token holds none.
+inline constexpr const char *release_member = R"lua(
+local member = redis.sha1hex(ARGV[1])
+local removed = redis.call('ZREM', SET, member)
+if removed == 1 then forget(INFO, member) end
+expire_set(SET, INFO)
+if removed == 0 then return 0 end
+redis.call('PUBLISH', ARGV[2], 'released')
+q_wake()
+return 1
+)lua";
+
+} // namespace dlock::backend::redis::lua::server
+
+// The counting semaphore (--limit N) on KEYS[4] and KEYS[5].
+namespace dlock::backend::redis::lua::server::semaphore {
+
+inline const std::string on_set = "local SET, INFO = KEYS[4], KEYS[5]\n";
+
+// ARGV: token, ttl ms, N, host, pid, user, command, the waiter's id ('':
+// a try). {1, fence, slot} when taken (again, with its fence and slot, if
+// this token already holds one: a retry whose answer was lost), the lowest
+// slot number no live member has; {0, ms to sleep unless woken} when all N
+// slots are held or others come first; {2, N held} when live holders hold
+// it with another N, {3, pttl} when it is held as an exclusive lock, {4,
+// ''} while live readers hold it as a shared lock. The fence comes from
+// the name's one counter, as the exclusive lock's.
+inline const std::string acquire = std::string(prelude) + R"lua(
+local kind = 's' .. ARGV[3]
+local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  q_leave(me)
+  return {3, redis.call('PTTL', KEYS[1])}
+end
+if redis.call('ZCARD', KEYS[6]) > 0 then
+  q_leave(me)
+  return {4, ''}
+end
+local limit = redis.call('HGET', KEYS[5], 'limit')
+if redis.call('ZCARD', KEYS[4]) > 0 and limit and limit ~= ARGV[3] then
+  q_leave(me)
+  return {2, limit}
+end
+local member = redis.sha1hex(ARGV[1])
+local score = num(now + tonumber(ARGV[2]))
+if redis.call('ZSCORE', KEYS[4], member) then
+  redis.call('ZADD', KEYS[4], score, member)
+  redis.call('HSET', KEYS[5], member .. ':ttl', ARGV[2])
+  expire_set(KEYS[4], KEYS[5])
+  local held = redis.call('HMGET', KEYS[5], member .. ':fence', member .. ':slot')
+  return {1, held[1] or '0', held[2] or ''}
+end
+if not q_admits(kind, me) then
+  q_join(me)
+  q_wake()
+  return {0, wait_ms()}
+end
+if me then q_drop(me) end
+local used = {}
+for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  local taken = tonumber(redis.call('HGET', KEYS[5], m .. ':slot'))
+  if taken then used[taken] = true end
+end
+local slot = 0
+while used[slot] do slot = slot + 1 end
+local fence = new_fence()
+redis.call('ZADD', KEYS[4], score, member)
+redis.call('HSET', KEYS[5], 'limit', ARGV[3], member .. ':host', ARGV[4], member .. ':pid', ARGV[5],
+           member .. ':user', ARGV[6], member .. ':command', ARGV[7], member .. ':since', num(now),
+           member .. ':fence', fence, member .. ':ttl', ARGV[2], member .. ':slot', num(slot))
+expire_set(KEYS[4], KEYS[5])
+return {1, fence, num(slot)}
+)lua";
+
+inline const std::string renew = std::string(prelude) + on_set + renew_member;
+inline const std::string release = std::string(prelude) + on_set + release_member;
+
+} // namespace dlock::backend::redis::lua::server::semaphore
+
+// The readers of a shared lock (--shared) on KEYS[6] and KEYS[7]; the
+// writer is the exclusive lock. A writer in the queue keeps the readers
+// who come after it out: writer preference is the queue's order.
+namespace dlock::backend::redis::lua::server::shared {
+
+inline const std::string on_set = "local SET, INFO = KEYS[6], KEYS[7]\n";
+
+// ARGV: token, ttl ms, host, pid, user, command, the waiter's id ('': a
+// try). {1, fence} when taken (again, with its fence, if this token
+// already reads: a retry whose answer was lost); {0, ms to sleep unless
+// woken} while a writer holds the name or a waiter of another kind comes
+// first; {2, N} when live holders hold it as a semaphore of N. The fence
+// comes from the name's one counter, as a writer's.
+inline const std::string acquire = std::string(prelude) + R"lua(
+local me = ARGV[7] ~= '' and ('r:' .. ARGV[7]) or nil
+if redis.call('ZCARD', KEYS[4]) > 0 then
+  q_leave(me)
+  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
+end
+local member = redis.sha1hex(ARGV[1])
+local score = num(now + tonumber(ARGV[2]))
+if redis.call('ZSCORE', KEYS[6], member) then
+  redis.call('ZADD', KEYS[6], score, member)
+  redis.call('HSET', KEYS[7], member .. ':ttl', ARGV[2])
+  expire_set(KEYS[6], KEYS[7])
+  return {1, redis.call('HGET', KEYS[7], member .. ':fence') or '0'}
+end
+if not q_admits('r', me) then
+  q_join(me)
+  q_wake()
+  return {0, wait_ms()}
+end
+if me then q_drop(me) end
+local fence = new_fence()
+redis.call('ZADD', KEYS[6], score, member)
+redis.call('HSET', KEYS[7], member .. ':host', ARGV[3], member .. ':pid', ARGV[4], member .. ':user', ARGV[5],
+           member .. ':command', ARGV[6], member .. ':since', num(now), member .. ':fence', fence, member .. ':ttl',
+           ARGV[2])
+expire_set(KEYS[6], KEYS[7])
+return {1, fence}
+)lua";
+
+inline const std::string renew = std::string(prelude) + on_set + renew_member;
+inline const std::string release = std::string(prelude) + on_set + release_member;
+
+} // namespace dlock::backend::redis::lua::server::shared
