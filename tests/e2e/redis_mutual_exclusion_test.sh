@@ -7,6 +7,9 @@ use_redis
 
 check_mutual_exclusion 16 25 c --wait 40s
 [ "$("$RCLI" EXISTS "$(redis_key c lock)")" = 0 ] || fail "the lock key is left on the server after the last run"
-subscribers=$("$RCLI" PUBSUB NUMSUB "$(redis_key c released)" | sed -n 2p)
-[ "$subscribers" = 0 ] || fail "$subscribers waiters are still subscribed to $(redis_key c released) after the last run"
+listening=$("$RCLI" PUBSUB CHANNELS "$(redis_key c queue):*")
+[ -z "$listening" ] || fail "waiters still listen after the last run: $listening"
+for part in queue turns; do
+  [ "$("$RCLI" EXISTS "$(redis_key c "$part")")" = 0 ] || fail "$(redis_key c "$part") is left after the last run"
+done
 pass

@@ -27,32 +27,37 @@ server_commands() {
 }
 
 # measure W NAME [run options...]: W waiters join NAME one after the other
-# behind a holder, each job appends its number to $tmpdir/order.NAME. Sets
-# per_handover (commands per hand-over, two decimals) and checks the order.
+# behind as many holders as the options admit (one; two for --limit 2),
+# each job appends its fence and number to $tmpdir/order.NAME. Sets
+# per_handover (commands per hand-over, two decimals) and checks that
+# they got the lock in the order they came (by their fences: two slots
+# run at once, so there two neighbours may swap).
 measure() {
-  local w=$1 name=$2 i pids=() total evals
+  local w=$1 name=$2 i pids=() total evals holders=1
   shift 2
-  start_holder "h$name" "$name" --ttl 30s
+  [ "$*" = "--limit 2" ] && holders=2
+  for i in $(seq 1 "$holders"); do start_holder "h$i$name" "$name" "$@" --ttl 30s; done
   : >"$tmpdir/order.$name"
   for i in $(seq 1 "$w"); do
-    "${DL[@]}" run "$@" --ttl 30s --wait 120s "$name" -- sh -c 'echo "$0" >>"$1"' "$i" "$tmpdir/order.$name" \
-      </dev/null 2>>"$tmpdir/stderr.$name" &
+    "${DL[@]}" run "$@" --ttl 30s --wait 120s "$name" -- sh -c 'echo "$DLOCK_FENCE $0" >>"$1"' "$i" \
+      "$tmpdir/order.$name" </dev/null 2>>"$tmpdir/stderr.$name" &
     pids+=($!)
     track "$!"
     wait_until -t 10 waiters_at_least "$name" "$i" || fail "waiter $i of $w on $name never showed as waiting"
   done
   "$RCLI" CONFIG RESETSTAT >/dev/null
-  release_holder "h$name"
+  for i in $(seq 1 "$holders"); do release_holder "h$i$name"; done
   for i in "${pids[@]}"; do
     wait_exit "$i" 120
     [ "$rc" = 0 ] || fail "a waiter on $name exited $rc: $(head -3 "$tmpdir/stderr.$name")"
   done
-  wait_exit "$HOLDER_PID" 10
   read -r total evals < <(server_commands)
   per_handover=$(awk -v t="$total" -v w="$w" 'BEGIN { printf "%.2f", t / w }')
   echo "$w waiters on $name: $total commands ($evals EVAL) for $w hand-overs: $per_handover per hand-over"
-  [ "$(seq 1 "$w" | tr '\n' ' ')" = "$(tr '\n' ' ' <"$tmpdir/order.$name")" ] ||
-    out_of_order+="$w waiters on $name did not get the lock in the order they came: $(head -20 "$tmpdir/order.$name" | tr '\n' ' '); "
+  # With two slots, two woken at once may come in either order.
+  sort -n "$tmpdir/order.$name" | cut -d' ' -f2 |
+    awk -v w="$w" -v n="$holders" '{ d = $1 - NR; if (d < 0) d = -d; if (d >= n) bad = 1 } END { exit bad || NR != w }' ||
+    out_of_order+="$w waiters on $name did not get the lock in the order they came: $(sort -n "$tmpdir/order.$name" | cut -d' ' -f2 | head -20 | tr '\n' ' '); "
 }
 out_of_order=""
 
@@ -71,4 +76,113 @@ awk -v a="$one" -v b="$ten" -v c="$many" 'BEGIN { exit !(b <= a + 2 && c <= a + 
   fail "server commands per hand-over grow with the waiters: $one at 1, $ten at 10, $many at 200"
 echo "commands per hand-over: $one at 1 waiter, $ten at 10, $many at 200"
 [ -z "$out_of_order" ] || fail "$out_of_order"
+
+# The same for a semaphore of 2 (a release frees one slot and wakes one)
+# and for readers.
+measure 10 s10 --limit 2
+measure 200 s200 --limit 2
+[ -z "$out_of_order" ] || fail "$out_of_order"
+awk -v a="$one" -v c="$per_handover" 'BEGIN { exit !(c <= a + 4) }' ||
+  fail "server commands per hand-over of a semaphore of 2 at 200 waiters: $per_handover, $one for one exclusive waiter"
+
+# start_waiter ID NAME [run options...]: a waiter whose job appends ID to
+# $tmpdir/order.NAME; it joins the queue before this returns. WAITER_PID.
+start_waiter() {
+  local id=$1 name=$2 before
+  shift 2
+  before=$(lock_waiters "$name")
+  "${DL[@]}" run "$@" --wait 30s "$name" -- sh -c 'echo "$0" >>"$1"' "$id" "$tmpdir/order.$name" \
+    </dev/null 2>>"$tmpdir/stderr.$name" &
+  WAITER_PID=$!
+  track "$WAITER_PID"
+  wait_until waiters_at_least "$name" $((before + 1)) || fail "waiter $id never joined the queue of $name"
+}
+
+# A writer in the queue keeps the readers who come after it out, and once
+# it is done those readers get in together: each waits inside for all five.
+start_holder r0 rw --shared
+start_waiter w rw
+writer=$WAITER_PID
+pids=()
+for i in 1 2 3 4 5; do
+  "${DL[@]}" run --shared --wait 30s rw -- sh -c 'touch "$1.in.$0"; i=0
+    while [ "$(ls "$1".in.* | wc -l)" -lt 5 ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+    [ $i -lt 500 ] && echo r >>"$1"' "$i" "$tmpdir/order.rw" </dev/null 2>>"$tmpdir/stderr.rw" &
+  pids+=($!)
+  track "$!"
+  wait_until waiters_at_least rw $((i + 1)) || fail "reader $i never joined the queue behind the writer"
+done
+release_holder r0
+wait_exit "$writer" 10
+[ "$rc" = 0 ] || fail "the writer exited $rc: $(cat "$tmpdir/stderr.rw")"
+for pid in "${pids[@]}"; do
+  wait_exit "$pid" 20
+  [ "$rc" = 0 ] || fail "a reader exited $rc: $(cat "$tmpdir/stderr.rw")"
+done
+[ "$(tr '\n' ' ' <"$tmpdir/order.rw")" = "w r r r r r " ] ||
+  fail "the writer and the five readers behind it: $(tr '\n' ' ' <"$tmpdir/order.rw") (want the writer, then all five readers inside together)"
+echo "a writer in the queue went before the readers behind it, who then got in together"
+
+# A waiter killed in the queue is skipped at once (its channel has no
+# listener any more): the others get in, in order, without waiting for a
+# turn (2 s) to run out.
+start_holder hk k
+for i in 1 2 3 4 5; do
+  start_waiter "$i" k
+  eval "pid$i=\$WAITER_PID"
+done
+kill -KILL "$pid3"
+wait_until is_gone "$pid3" || fail "the killed waiter did not end"
+wait "$pid3" 2>/dev/null
+released=$(now_ms)
+release_holder hk
+for i in 1 2 4 5; do
+  eval "wait_exit \$pid$i 10"
+  [ "$rc" = 0 ] || fail "waiter $i exited $rc: $(cat "$tmpdir/stderr.k")"
+done
+took=$(($(now_ms) - released))
+[ "$(tr '\n' ' ' <"$tmpdir/order.k")" = "1 2 4 5 " ] || fail "after a killed waiter: $(tr '\n' ' ' <"$tmpdir/order.k")"
+[ "$took" -lt 1500 ] || fail "the four live waiters took ${took} ms past a killed one"
+echo "four waiters went past a killed one in ${took} ms"
+
+# A waiter stopped (SIGSTOP) when its turn comes holds the queue up for one
+# turn (2 s), not for the holder's lease (30 s): the next one is told it is
+# next and tries again once that turn could have run out. The stopped one,
+# once it goes on, joins again at the end.
+start_holder hs st --ttl 30s
+for i in 1 2 3; do
+  start_waiter "$i" st
+  eval "pid$i=\$WAITER_PID"
+done
+kill -STOP "$pid1"
+released=$(now_ms)
+release_holder hs
+wait_exit "$pid2" 10
+took=$(($(now_ms) - released))
+[ "$rc" = 0 ] || fail "waiter 2 exited $rc behind a stopped one: $(cat "$tmpdir/stderr.st")"
+wait_exit "$pid3" 10
+kill -CONT "$pid1"
+wait_exit "$pid1" 10
+[ "$rc" = 0 ] || fail "the stopped waiter exited $rc once it went on: $(cat "$tmpdir/stderr.st")"
+[ "$(tr '\n' ' ' <"$tmpdir/order.st")" = "2 3 1 " ] || fail "around a stopped waiter: $(tr '\n' ' ' <"$tmpdir/order.st")"
+[ "$took" -ge 1900 ] && [ "$took" -lt 4500 ] ||
+  fail "the waiter behind a stopped one got in after ${took} ms (its turn is 2 s)"
+echo "a stopped waiter held the queue up for ${took} ms"
+
+# A waiter that gives up (--wait) leaves the queue; the keys of the queue
+# go with the last waiter.
+start_holder hg g
+"${DL[@]}" run --wait 0.3s g -- true </dev/null 2>/dev/null &
+quitter=$!
+track "$quitter"
+wait_exit "$quitter" 10
+[ "$rc" = 75 ] || fail "a waiter that gave up exited $rc, expected 75"
+[ "$("$RCLI" EXISTS "$(redis_key g queue)")" = 0 ] || fail "a waiter that gave up is still in the queue"
+release_holder hg
+wait_until is_free g || fail "g stayed held"
+for part in queue turns; do
+  for name in q200 s200 rw k st; do
+    [ "$("$RCLI" EXISTS "$(redis_key "$name" "$part")")" = 0 ] || fail "$(redis_key "$name" "$part") is left"
+  done
+done
 pass

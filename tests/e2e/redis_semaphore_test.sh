@@ -52,8 +52,9 @@ max=$(cat "$tmpdir/max")
 for part in sem sem-info; do
   [ "$("$RCLI" EXISTS "$(redis_key sem "$part")")" = 0 ] || fail "$(redis_key sem "$part") is left after the last run"
 done
-subscribers=$("$RCLI" PUBSUB NUMSUB "$(redis_key sem released)" | sed -n 2p)
-[ "$subscribers" = 0 ] || fail "$subscribers waiters are still subscribed after the last run"
+listening=$("$RCLI" PUBSUB CHANNELS "$(redis_key sem queue):*")
+[ -z "$listening" ] || fail "waiters still listen after the last run: $listening"
+[ "$("$RCLI" EXISTS "$(redis_key sem queue)")" = 0 ] || fail "$(redis_key sem queue) is left after the last run"
 echo "12 runs, at most $max at once"
 
 # Three holders fill the semaphore, one after the other (slots 0, 1, 2);

@@ -16,9 +16,9 @@ SCENARIO="redis: a waiter on a demoted master follows the sentinels to the new o
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sentinel_lib.sh"
 old_master_demoted() { "$DLOCK_TEST_REDIS_CLI" ROLE | head -1 | grep -qx slave; }
-# C listens on the new master's channel for the release.
+# C listens on the new master, on its own channel of the name's queue.
 waits_on_new_master() {
-  [ "$("$DLOCK_TEST_REPLICA_CLI" PUBSUB NUMSUB "$(redis_key "$name" released)" | tail -1)" -ge 1 ]
+  [ -n "$("$DLOCK_TEST_REPLICA_CLI" PUBSUB CHANNELS "$(redis_key "$name" queue):*")" ]
 }
 
 start_job "$name" --ttl 20s

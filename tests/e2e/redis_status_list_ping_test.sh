@@ -18,7 +18,7 @@ check_held_status_text app/one "$one_pid" "$one_fence"
 printf '%s\n' "$out" | grep -qiE 'lease|left' || fail "status does not show the time left: $out"
 check_held_status_json app/one "$one_pid" "$one_fence" 'isinstance(t, int) and 0 < t <= 20000'
 
-# A waiter shows up in waiters (PUBSUB NUMSUB of the released channel).
+# A waiter shows up in waiters (its place in the name's queue).
 check_waiters app/one 1
 
 # Free locks: exit 3, also one that was held before (its fence key remains).

@@ -150,10 +150,19 @@ public:
         continue;
       }
       try {
-        // A wake-up, the fallback time, the deadline or a signal; a probe
-        // ('ping': is this waiter still there?) needs no answer.
-        while (std::optional<Reply> message = subscriber->read(wake, interrupt.fd()))
-          if (!is_probe(*message)) break;
+        // A wake-up ('turn'), the fallback time, the deadline or a signal.
+        // A probe ('ping': is this waiter still there?) needs no answer;
+        // 'next' (the waiters ahead have their turns) moves the fallback
+        // to just after those turns could have run out.
+        while (std::optional<Reply> message = subscriber->read(wake, interrupt.fd())) {
+          std::string_view what = message_text(*message);
+          if (what == "next") {
+            wake = SteadyClock::now() + k_turn + Millis(100 + random() % 400);
+            if (deadline) wake = std::min(wake, *deadline);
+          } else if (what != "ping") {
+            break;
+          }
+        }
       } catch (const UnavailableError &lost) {
         // Listening again before the next attempt, which keeps the place.
         detail(1, "waiting on '{}': {}; resubscribing", request.name, lost.what());
@@ -324,9 +333,14 @@ private:
     return "x:" + id;
   }
 
-  // A probe of the queue ("is this waiter still there?"), not a wake-up.
-  static bool is_probe(const Reply &message) {
-    return message.type == Reply::Type::array && message.elements.size() == 3 && message.elements[2].str == "ping";
+  // How long a waiter woken in the queue has to come (server_scripts.hpp).
+  static constexpr Millis k_turn{2000};
+
+  // What a message on the waiter's channel says: "turn", "next" or "ping"
+  // (server_scripts.hpp).
+  static std::string_view message_text(const Reply &message) {
+    if (message.type != Reply::Type::array || message.elements.size() != 3) return {};
+    return message.elements[2].str;
   }
 
   // `id`: the waiter's id in the queue, "" for a try that does not wait.

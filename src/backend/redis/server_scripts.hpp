@@ -24,7 +24,9 @@
 // name admits now is woken on its channel ('turn') and has 2 s (its score
 // here, server ms) to come and take it; a member whose turn ran out leaves
 // the queue (its waiter is stopped or cut off, and joins again at the end
-// when it comes back). A waiter whose channel has no listener is gone
+// when it comes back). The first member after those woken is told it is
+// next ('next'): it tries again once their turns could have run out, so a
+// stopped waiter holds the queue up for one turn. A waiter whose channel has no listener is gone
 // (killed, or its connection lost) and leaves the queue when a wake-up or
 // a probe ('ping') finds it so. So a release wakes the head of the queue
 // (or as many as the slots it freed, or every reader in a row), not every
@@ -91,9 +93,11 @@ local function q_keep()
   redis.call('PEXPIRE', KEYS[9], 90000)
 end
 -- Wakes the members at the head whom the name admits now (of the head's
--- kind, within its room) and have no turn yet; drops the gone.
+-- kind, within its room) and have no turn yet, and tells the first after
+-- them that it is next (it tries again once those turns could have run
+-- out); drops the gone.
 local function q_wake()
-  local kind, r, i = nil, 0, 0
+  local kind, r, i, woke = nil, 0, 0, false
   while true do
     local at = redis.call('ZRANGE', KEYS[8], i, i)
     if #at == 0 then return end
@@ -102,13 +106,16 @@ local function q_wake()
       kind = q_kind(m)
       r = room(kind)
     end
-    if q_kind(m) ~= kind or i >= r then return end
-    if redis.call('ZSCORE', KEYS[9], m) then
+    if q_kind(m) ~= kind or i >= r then
+      if not woke or q_tell(m, 'next') > 0 then return end
+      q_drop(m)
+    elseif redis.call('ZSCORE', KEYS[9], m) then
       i = i + 1
     elseif q_tell(m, 'turn') > 0 then
       redis.call('ZADD', KEYS[9], num(now + 2000), m)
       q_keep()
       i = i + 1
+      woke = true
     else
       q_drop(m)
     end
