@@ -3,6 +3,7 @@
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
 #include "backend/redis/nodes.hpp"
+#include "backend/redis/redlock_scripts.hpp"
 #include "backend/redis/scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
