@@ -60,7 +60,7 @@ TEST_CASE("a reader listed live on a majority of the nodes holds the name, one o
   CHECK(status.holders[0].info.pid == 7);
 }
 
-TEST_CASE("readers on no majority leave the name free; a writer's majority keeps them out of the status") {
+TEST_CASE("readers on no majority leave the name free, and a writer's majority keeps them out of the status") {
   std::vector<NodeAnswer> answers = {node({reader("a", 900, "10")}), node({reader("a", 900, "10")}), node({}), node({}),
                                      node({})};
   LockStatus free;
