@@ -48,6 +48,9 @@ Offer offer() {
             .detects_mixed_limits = true,
             .numbers_slots = true};
   if (is({"zk"})) return {.shared = true, .semaphore = true, .writer_preference = true, .detects_mixed_limits = true};
+  // Redlock: readers and the writer each on a majority of the nodes; a
+  // stream of readers can starve a writer (no writer preference).
+  if (is({"redlock", "redlocks"})) return {.shared = true};
   return {};
 }
 

@@ -22,9 +22,8 @@ std::string tag_head(const std::string &lock_namespace) {
 
 Keys keys_for(const std::string &lock_namespace, const std::string &name) {
   std::string tag = tag_head(lock_namespace) + name + "}";
-  return {tag + ":lock",     tag + ":info",    tag + ":fence",        tag + ":released",      tag + ":sem",
-          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":queue",
-          tag + ":turns"};
+  return {tag + ":lock",     tag + ":info",    tag + ":fence",        tag + ":released", tag + ":sem",
+          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":queue",    tag + ":turns"};
 }
 
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args) {

@@ -357,11 +357,10 @@ private:
     }
     if (request.mode == HoldMode::semaphore) {
       AcquireCommand command{token.empty() ? new_semaphore_token() : token, {}};
-      append_command(command.bytes,
-                     semaphore_command(lua::server::semaphore::acquire, keys,
-                                       {command.token, std::to_string(request.ttl.count()),
-                                        std::to_string(request.limit), holder.host, std::to_string(holder.pid),
-                                        holder.user, holder.command, id}));
+      append_command(command.bytes, semaphore_command(lua::server::semaphore::acquire, keys,
+                                                      {command.token, std::to_string(request.ttl.count()),
+                                                       std::to_string(request.limit), holder.host,
+                                                       std::to_string(holder.pid), holder.user, holder.command, id}));
       return command;
     }
     AcquireCommand command{token.empty() ? random_hex(16) : token, {}};
@@ -445,11 +444,10 @@ private:
   std::string release_command(const std::string &name, const std::string &token) const {
     Keys keys = keys_for(name);
     std::string bytes;
-    append_command(bytes,
-                   semaphore_command(is_semaphore_token(token) ? lua::server::semaphore::release
-                                     : is_shared_token(token)  ? lua::server::shared::release
-                                                               : lua::server::release,
-                                     keys, {token, keys.channel}));
+    append_command(bytes, semaphore_command(is_semaphore_token(token) ? lua::server::semaphore::release
+                                            : is_shared_token(token)  ? lua::server::shared::release
+                                                                      : lua::server::release,
+                                            keys, {token, keys.channel}));
     return bytes;
   }
 

@@ -3,6 +3,8 @@
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
 #include "backend/redis/nodes.hpp"
+#include "backend/redis/redlock_scripts.hpp"
+#include "backend/redis/redlock_shared.hpp"
 #include "backend/redis/scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -19,22 +21,6 @@
 namespace dlock::backend::redis {
 
 namespace {
-
-std::string format_command(const std::vector<std::string> &command) {
-  std::string bytes;
-  append_command(bytes, command);
-  return bytes;
-}
-
-long long integer_at(const NodeAnswer &answer, std::size_t index) {
-  if (!answer.answered() || answer.replies.empty()) return -1;
-  const Reply &reply = answer.replies.front();
-  if (reply.type == Reply::Type::integer && index == 0) return reply.integer;
-  if (reply.type != Reply::Type::array || reply.elements.size() <= index) return -1;
-  const Reply &element = reply.elements[index];
-  if (element.type == Reply::Type::integer) return element.integer;
-  return to_integer(element.str).value_or(-1);
-}
 
 class RedlockBackend : public Backend {
 public:
@@ -109,7 +95,9 @@ public:
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
-    std::string request = format_command(renew_command(keys, lease.token, ttl));
+    std::string request = format_command(redlock_command(
+        is_shared_token(lease.token) ? lua::redlock::renew_shared : lua::renew, keys,
+        {lease.token, std::to_string(std::max(ttl, Millis(0)).count()), std::to_string(k_unrecorded_length.count())}));
     // Asked for the lock's own length (0), only the nodes know it: each
     // node gets the time for the length of the lease in hand, or the
     // connect timeout for one rebuilt from a token.
@@ -165,8 +153,9 @@ public:
   std::optional<LockStatus> force_release(const std::string &name) override {
     LockStatus before = status(name);
     Keys keys = keys_for(m_config.lock_namespace, name);
-    auto answers = m_nodes->exchange_all(format_command(script_command(lua::force_release, keys, {keys.channel})), 1,
-                                         SteadyClock::now() + m_config.connect_timeout);
+    auto answers =
+        m_nodes->exchange_all(format_command(redlock_command(lua::redlock::force_release, keys, {keys.channel})), 1,
+                              SteadyClock::now() + m_config.connect_timeout);
     bool any = std::any_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) {
       return answer.answered() && answer.replies.front().type == Reply::Type::array;
     });
@@ -185,7 +174,7 @@ public:
   // waits for a silent node once, not once per name.
   LockStatus status_on(const std::string &name, std::vector<bool> &asked) {
     Keys keys = keys_for(m_config.lock_namespace, name);
-    std::string request = format_command(script_command(lua::redlock::status, keys, {})) +
+    std::string request = format_command(redlock_command(lua::redlock::status, keys, {})) +
                           format_command({"PUBSUB", "NUMSUB", keys.channel});
     std::vector<std::string> requests;
     for (bool ask : asked)
@@ -199,8 +188,8 @@ public:
 
   std::vector<LockStatus> list(const std::string &prefix) override {
     std::string head = tag_head(m_config.lock_namespace);
-    std::string tail = "}:lock";
-    std::string pattern = glob_escape(head + prefix) + "*" + tail;
+    // A writer's lock or a reader's set: "{NS:NAME}:lock", "{NS:NAME}:readers".
+    std::string pattern = glob_escape(head + prefix) + "*}:[lr]*";
     std::vector<std::string> names;
     std::vector<std::string> cursors(m_nodes->size(), "0");
     std::vector<bool> active(m_nodes->size(), true);
@@ -226,8 +215,10 @@ public:
         const Reply &reply = answer.replies.front();
         cursors[i] = reply.elements[0].str;
         for (const Reply &key : reply.elements[1].elements)
-          if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0)
-            names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
+          for (std::string tail : {"}:lock", "}:readers"})
+            if (key.str.size() > head.size() + tail.size() && key.str.compare(0, head.size(), head) == 0 &&
+                key.str.compare(key.str.size() - tail.size(), tail.size(), tail) == 0)
+              names.push_back(key.str.substr(head.size(), key.str.size() - head.size() - tail.size()));
         if (cursors[i] == "0") active[i] = false;
       }
     }
@@ -336,10 +327,10 @@ private:
     return start == std::string::npos ? error : error.substr(start);
   }
 
-  // Redlock holds a lock with one holder only. A semaphore of N > 1 slots
-  // over several nodes is no semaphore: with 3 nodes and 2 slots, holders
-  // on A+B, B+C and A+C each win a majority, and three jobs run at once.
-  // --limit 1 is the exclusive lock itself.
+  // Redlock holds a lock with one writer or with readers (--shared). A
+  // semaphore of N > 1 slots over several nodes is no semaphore: with 3
+  // nodes and 2 slots, holders on A+B, B+C and A+C each win a majority, and
+  // three jobs run at once. --limit 1 is the exclusive lock itself.
   LockRequest one_holder(const LockRequest &request) const {
     if (request.mode == HoldMode::semaphore && request.limit > 1)
       refuse_mode(request, "redlock",
@@ -347,7 +338,7 @@ private:
                               "on A+B, B+C and A+C each win a majority: three run at once); use redis:// for --limit "
                               "{}, or --limit 1",
                               request.limit));
-    if (request.mode == HoldMode::shared) refuse_mode(request, "redlock", "not offered by this backend yet");
+    if (request.mode == HoldMode::shared) return request;
     LockRequest exclusive = request;
     exclusive.mode = HoldMode::exclusive;
     exclusive.limit = 1;
@@ -356,11 +347,14 @@ private:
 
   Attempt attempt_once(const LockRequest &request) {
     Keys keys = keys_for(m_config.lock_namespace, request.name);
-    std::string token = random_hex(16);
+    // A reader's token says so ("rd-"): renew and release of a lease
+    // rebuilt from (name, token) know the layout.
+    bool reader = request.mode == HoldMode::shared;
+    std::string token = reader ? new_shared_token() : random_hex(16);
     std::string command = format_command(
-        script_command(lua::redlock::acquire, keys,
-                       {token, std::to_string(request.ttl.count()), request.holder.host,
-                        std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
+        redlock_command(reader ? lua::redlock::acquire_shared : lua::redlock::acquire, keys,
+                        {token, std::to_string(request.ttl.count()), request.holder.host,
+                         std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
     std::size_t majority = m_nodes->majority(), n = m_nodes->size();
     auto started = SteadyClock::now();
     auto answers =
@@ -384,7 +378,7 @@ private:
       bool stored = false;
       for (int round = 0; round < 3 && !stored && validity_after(request.ttl, started) > Millis(0); ++round) {
         std::string store =
-            format_command(script_command(lua::redlock::store_fence, keys, {std::to_string(fence), token}));
+            format_command(redlock_command(lua::redlock::store_fence, keys, {std::to_string(fence), token}));
         stored_answers = m_nodes->exchange_all(store, 1, SteadyClock::now() + node_timeout(request.ttl),
                                                [&](const std::vector<NodeAnswer> &so_far) {
                                                  return count(so_far, 1) >= majority || count(so_far, 0) > n - majority;
@@ -403,6 +397,7 @@ private:
         lease.fence = static_cast<std::uint64_t>(fence);
         lease.ttl = request.ttl - drift(request.ttl);
         lease.confirmed_at = started;
+        lease.mode = request.mode;
         attempt.lease = std::move(lease);
         return attempt;
       }
@@ -452,8 +447,10 @@ private:
                                      Millis timeout, bool announce = true) {
     // A partial grant is taken back quietly: announcing it would wake the
     // other contenders (and ourselves) without a lock to take.
-    std::string request = format_command(announce ? script_command(lua::release, keys, {token, keys.channel})
-                                                  : script_command(lua::redlock::take_back, keys, {token}));
+    bool reader = is_shared_token(token);
+    std::string request = format_command(
+        announce ? redlock_command(reader ? lua::redlock::release_shared : lua::release, keys, {token, keys.channel})
+                 : redlock_command(reader ? lua::redlock::take_back_shared : lua::redlock::take_back, keys, {token}));
     std::vector<std::string> requests;
     for (bool asked : nodes)
       requests.push_back(asked ? request : std::string());
@@ -483,7 +480,10 @@ private:
       const std::string &token_hash = reply.elements[3].str;
       if (auto last = to_integer(reply.elements[2].str); last && *last > 0)
         status.fence = std::max(status.fence.value_or(0), static_cast<std::uint64_t>(*last));
-      if (token_hash.empty()) {
+      std::size_t readers = reply.elements.size() > 4 ? reply.elements[4].elements.size() : 0;
+      if (token_hash.empty() && readers > 0) {
+        states.push_back(fmt::format("{} read by {}", m_nodes->address(i), readers));
+      } else if (token_hash.empty()) {
         states.push_back(fmt::format("{} free", m_nodes->address(i)));
       } else {
         by_token[token_hash].push_back(i);
@@ -519,8 +519,18 @@ private:
       }
       if (holder_fence) status.fence = holder_fence;
     }
-    status.detail = fmt::format("{} on {} of {} nodes ({}); key {}", status.held ? "held" : "not held by a quorum",
-                                held_on, m_nodes->size(), fmt::join(states, ", "), keys.lock);
+    if (status.held) {
+      status.detail = fmt::format("held on {} of {} nodes ({}); key {}", held_on, m_nodes->size(),
+                                  fmt::join(states, ", "), keys.lock);
+      return status;
+    }
+    std::size_t read_on = add_majority_readers(status, answers, m_nodes->majority());
+    if (status.held)
+      status.detail = fmt::format("read by {} on a majority of {} nodes ({}); key {}", status.holders.size(),
+                                  m_nodes->size(), fmt::join(states, ", "), keys.readers);
+    else
+      status.detail = fmt::format("not held by a quorum on {} of {} nodes ({}); key {}", std::max(held_on, read_on),
+                                  m_nodes->size(), fmt::join(states, ", "), keys.lock);
     return status;
   }
 

@@ -23,6 +23,14 @@ namespace dlock::backend::redis {
 // share a node x; x's counter was >= F' when our store reached it, and it
 // accepted F only over a smaller counter: F > F'.
 //
+// Readers (--shared) hold a share on a majority the same way, with the
+// same validity, fences and taking back; each node's scripts refuse a
+// reader where the writer's key is and the writer where a live reader is,
+// and two majorities share a node: a reader and a writer never both hold
+// the name. No writer preference: readers that keep overlapping can starve
+// a writer. The fence argument above holds for any two holders, readers
+// or writers; readers holding at once get different fences.
+//
 // Limits. If x lost its data (a restart without persistence) and is the
 // only node S and S' share (with 5 nodes two majorities can share one),
 // the counter argument fails; F is then greater only through its clock
