@@ -3,6 +3,7 @@
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
 #include "backend/redis/nodes.hpp"
+#include "backend/redis/queue.hpp"
 #include "backend/redis/scripts.hpp"
 #include "backend/redis/server_scripts.hpp"
 #include "core/error.hpp"
@@ -313,62 +314,6 @@ private:
 
   std::string tag_head() const { return redis::tag_head(m_config.lock_namespace); }
   Keys keys_for(const std::string &name) const { return redis::keys_for(m_config.lock_namespace, name); }
-
-  // One acquire request, formatted once per acquire() so that a waiter that
-  // is woken only has to send it. Every attempt of one call uses the same
-  // token: at most one of them can take the lock.
-  struct AcquireCommand {
-    std::string token;
-    std::string bytes;
-  };
-
-  // How long a waiter sleeps at most unless woken: well within the 90 s
-  // that keep its place in the queue.
-  static constexpr Millis k_longest_sleep{30'000};
-
-  // The waiter `id`'s member of the queue: its kind and id.
-  static std::string queue_member(const LockRequest &request, const std::string &id) {
-    if (request.mode == HoldMode::shared) return "r:" + id;
-    if (request.mode == HoldMode::semaphore) return fmt::format("s{}:{}", request.limit, id);
-    return "x:" + id;
-  }
-
-  // How long a waiter woken in the queue has to come (server_scripts.hpp).
-  static constexpr Millis k_turn{2000};
-
-  // What a message on the waiter's channel says: "turn", "next" or "ping"
-  // (server_scripts.hpp).
-  static std::string_view message_text(const Reply &message) {
-    if (message.type != Reply::Type::array || message.elements.size() != 3) return {};
-    return message.elements[2].str;
-  }
-
-  // `id`: the waiter's id in the queue, "" for a try that does not wait.
-  // `token`: the token of the call's earlier attempts (a new one if empty).
-  AcquireCommand acquire_command(const LockRequest &request, const Keys &keys, const std::string &id,
-                                 const std::string &token = {}) const {
-    const HolderInfo &holder = request.holder;
-    if (request.mode == HoldMode::shared) {
-      AcquireCommand command{token.empty() ? new_shared_token() : token, {}};
-      append_command(command.bytes, semaphore_command(lua::server::shared::acquire, keys,
-                                                      {command.token, std::to_string(request.ttl.count()), holder.host,
-                                                       std::to_string(holder.pid), holder.user, holder.command, id}));
-      return command;
-    }
-    if (request.mode == HoldMode::semaphore) {
-      AcquireCommand command{token.empty() ? new_semaphore_token() : token, {}};
-      append_command(command.bytes, semaphore_command(lua::server::semaphore::acquire, keys,
-                                                      {command.token, std::to_string(request.ttl.count()),
-                                                       std::to_string(request.limit), holder.host,
-                                                       std::to_string(holder.pid), holder.user, holder.command, id}));
-      return command;
-    }
-    AcquireCommand command{token.empty() ? random_hex(16) : token, {}};
-    append_command(command.bytes, semaphore_command(lua::server::acquire, keys,
-                                                    {command.token, std::to_string(request.ttl.count()), holder.host,
-                                                     std::to_string(holder.pid), holder.user, holder.command, id}));
-    return command;
-  }
 
   // The acquire scripts' refusals: the name is held in another mode or
   // with another limit (78, never a wait that cannot end).

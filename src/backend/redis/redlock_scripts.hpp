@@ -12,37 +12,17 @@
 // with the last reader's lease. A reader counts on a node until its own
 // lease ends there, whoever else renews.
 
+#include "backend/redis/scripts.hpp"
+
 #include <string>
 
 namespace dlock::backend::redis::lua::redlock {
 
-// What the scripts that change the readers start with: `r_now` (server
-// time in ms), `r_micros`, the expired readers (and their fields) dropped,
-// and expire_readers() to make KEYS[4] and KEYS[5] end with the last
-// reader's lease (or go when there is none).
-inline constexpr const char *readers_prelude = R"lua(
-local rt = redis.call('TIME')
-local r_micros = tonumber(rt[1]) * 1000000 + tonumber(rt[2])
-local r_now = math.floor(r_micros / 1000)
-local function r_num(x) return string.format('%.0f', x) end
-local function forget_reader(m)
-  redis.call('HDEL', KEYS[5], m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
-             m .. ':ttl')
-end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', r_num(r_now))
-for _, m in ipairs(gone) do forget_reader(m) end
-if #gone > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', r_num(r_now)) end
-local function expire_readers()
-  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
-  if #last == 0 then
-    redis.call('DEL', KEYS[4], KEYS[5])
-    return
-  end
-  local left = r_num(math.max(tonumber(last[2]) - r_now, 1))
-  redis.call('PEXPIRE', KEYS[4], left)
-  redis.call('PEXPIRE', KEYS[5], left)
-end
-)lua";
+// What the scripts that see the readers start with: lease_sets
+// (scripts.hpp) on SET = KEYS[4] and INFO = KEYS[5], the expired readers
+// dropped.
+inline const std::string readers_prelude =
+    std::string(lease_sets) + "local SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
 
 // The writer. ARGV: token, ttl ms, host, pid, user, command. {1, stored
 // fence counter, server time in µs} when this node grants, {0, pttl} when a
@@ -50,15 +30,15 @@ end
 // live readers do.
 inline const std::string acquire = std::string(readers_prelude) + R"lua(
 local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-if #first > 0 then return {0, r_num(math.max(tonumber(first[2]) - r_now, 1))} end
+if #first > 0 then return {0, num(math.max(tonumber(first[2]) - now, 1))} end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'command', ARGV[6],
-           'since', r_num(r_now), 'ttl', ARGV[2])
+           'since', num(now), 'ttl', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return {1, redis.call('GET', KEYS[3]) or '0', r_num(r_micros)}
+return {1, redis.call('GET', KEYS[3]) or '0', num(micros)}
 )lua";
 
 // A reader. ARGV: token, ttl ms, host, pid, user, command. {1, stored fence
@@ -67,11 +47,11 @@ return {1, redis.call('GET', KEYS[3]) or '0', r_num(r_micros)}
 inline const std::string acquire_shared = std::string(readers_prelude) + R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('PTTL', KEYS[1])} end
 local m = redis.sha1hex(ARGV[1])
-redis.call('ZADD', KEYS[4], r_num(r_now + tonumber(ARGV[2])), m)
+redis.call('ZADD', KEYS[4], num(now + tonumber(ARGV[2])), m)
 redis.call('HSET', KEYS[5], m .. ':host', ARGV[3], m .. ':pid', ARGV[4], m .. ':user', ARGV[5], m .. ':command',
-           ARGV[6], m .. ':since', r_num(r_now), m .. ':ttl', ARGV[2])
-expire_readers()
-return {1, redis.call('GET', KEYS[3]) or '0', r_num(r_micros)}
+           ARGV[6], m .. ':since', num(now), m .. ':ttl', ARGV[2])
+expire_set(SET, INFO)
+return {1, redis.call('GET', KEYS[3]) or '0', num(micros)}
 )lua";
 
 // ARGV: fence, token. "Set if greater": {1, counter before} if the fence
@@ -94,31 +74,11 @@ return {1, string.format('%.0f', before)}
 // The writer's renew is lua::renew (scripts.hpp). The same for a reader:
 // {1, ttl applied}, or 0 if the token reads here
 // no more (its lease ended: it is not brought back).
-inline const std::string renew_shared = std::string(readers_prelude) + R"lua(
-local m = redis.sha1hex(ARGV[1])
-if not redis.call('ZSCORE', KEYS[4], m) then
-  expire_readers()
-  return 0
-end
-local ttl = tonumber(ARGV[2])
-if ttl == 0 then
-  ttl = tonumber(redis.call('HGET', KEYS[5], m .. ':ttl'))
-  if not ttl or ttl < 1 then ttl = tonumber(ARGV[3]) end
-else
-  redis.call('HSET', KEYS[5], m .. ':ttl', ARGV[2])
-end
-redis.call('ZADD', KEYS[4], r_num(r_now + ttl), m)
-expire_readers()
-return {1, r_num(ttl)}
-)lua";
+inline const std::string renew_shared = readers_prelude + renew_member;
 
 // The writer's release is lua::release (scripts.hpp). The same for a
 // reader:
-inline const std::string release_shared = std::string(readers_prelude) + R"lua(
-local m = redis.sha1hex(ARGV[1])
-local removed = redis.call('ZREM', KEYS[4], m)
-if removed == 1 then forget_reader(m) end
-expire_readers()
+inline const std::string release_shared = readers_prelude + drop_member + R"lua(
 if removed == 0 then return 0 end
 redis.call('PUBLISH', ARGV[2], 'released')
 return 1
@@ -133,13 +93,7 @@ return 1
 )lua";
 
 // The same for a reader.
-inline const std::string take_back_shared = std::string(readers_prelude) + R"lua(
-local m = redis.sha1hex(ARGV[1])
-local removed = redis.call('ZREM', KEYS[4], m)
-if removed == 1 then forget_reader(m) end
-expire_readers()
-return removed
-)lua";
+inline const std::string take_back_shared = readers_prelude + drop_member + "return removed\n";
 
 // ARGV: channel. Breaks the writer's lock and every reader's share here:
 // {1} (waiters are told), or nil when none was held.

@@ -42,4 +42,70 @@ redis.call('PUBLISH', ARGV[2], 'released')
 return 1
 )lua";
 
+// What the scripts on sorted sets of leases (a semaphore's holders,
+// readers: members the SHA-1 of a token, scored by the server time in ms
+// at which the lease ends, with a hash of fields per member) start with:
+// `now` (server ms), `micros`, num(x) (an integer string: Lua would print
+// 1.7e+15), forget(info, m) (a member's fields), drop_expired(set, info)
+// and expire_set(set, also) (make both keys end with the set's last lease,
+// or delete them when it is empty).
+inline constexpr const char *lease_sets = R"lua(
+local t = redis.call('TIME')
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(micros / 1000)
+local function num(x) return string.format('%.0f', x) end
+local function forget(info, m)
+  redis.call('HDEL', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
+             m .. ':ttl', m .. ':slot')
+end
+local function drop_expired(set, info)
+  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', num(now))
+  for _, m in ipairs(gone) do forget(info, m) end
+  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now)) end
+end
+local function expire_set(set, also)
+  local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', set, also)
+    return
+  end
+  local left = num(math.max(tonumber(last[2]) - now, 1))
+  redis.call('PEXPIRE', set, left)
+  redis.call('PEXPIRE', also, left)
+end
+)lua";
+
+// Renewing a member of SET (a semaphore's slot, a reader's share), on a
+// single server or a Redlock node, after lease_sets and the script's
+// `local SET, INFO = ...`. ARGV: token, ttl ms (0: its own
+// length), fallback ms (a lease without a recorded length). {1, ttl
+// applied} if renewed, 0 if the token holds none (any more). As the
+// exclusive lock's renew script, a ttl given becomes the lease's length.
+inline constexpr const char *renew_member = R"lua(
+local member = redis.sha1hex(ARGV[1])
+if not redis.call('ZSCORE', SET, member) then
+  expire_set(SET, INFO)
+  return 0
+end
+local ttl = tonumber(ARGV[2])
+if ttl == 0 then
+  ttl = tonumber(redis.call('HGET', INFO, member .. ':ttl'))
+  if not ttl or ttl < 1 then ttl = tonumber(ARGV[3]) end
+else
+  redis.call('HSET', INFO, member .. ':ttl', ARGV[2])
+end
+redis.call('ZADD', SET, num(now + ttl), member)
+expire_set(SET, INFO)
+return {1, num(ttl)}
+)lua";
+
+// Takes the token ARGV[1]'s member out of SET: `removed` is 1 if it was
+// there. The script goes on from there.
+inline constexpr const char *drop_member = R"lua(
+local member = redis.sha1hex(ARGV[1])
+local removed = redis.call('ZREM', SET, member)
+if removed == 1 then forget(INFO, member) end
+expire_set(SET, INFO)
+)lua";
+
 } // namespace dlock::backend::redis::lua

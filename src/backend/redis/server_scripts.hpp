@@ -36,41 +36,18 @@
 //
 // Every script starts with `prelude`.
 
+#include "backend/redis/scripts.hpp"
+
 #include <string>
 
 namespace dlock::backend::redis::lua::server {
 
-// `now` (server time in ms), `micros`, num(x) (an integer string), the
-// expired semaphore holders and readers (and their fields) dropped, the
-// queue members whose turn ran out dropped, and the functions the scripts
-// share: expire_set(set, also) (make the keys end with the set's last
-// lease, or delete them when it is empty), room(kind), the queue's q_*.
-inline constexpr const char *prelude = R"lua(
-local t = redis.call('TIME')
-local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now = math.floor(micros / 1000)
-local function num(x) return string.format('%.0f', x) end
-local function forget(info, m)
-  redis.call('HDEL', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
-             m .. ':ttl', m .. ':slot')
-end
-local function drop_expired(set, info)
-  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', num(now))
-  for _, m in ipairs(gone) do forget(info, m) end
-  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now)) end
-end
+// lease_sets (scripts.hpp), the expired semaphore holders and readers (and
+// their fields) dropped, the queue members whose turn ran out dropped, and
+// the functions the scripts share: room(kind), the queue's q_*.
+inline const std::string prelude = std::string(lease_sets) + R"lua(
 drop_expired(KEYS[4], KEYS[5])
 drop_expired(KEYS[6], KEYS[7])
-local function expire_set(set, also)
-  local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
-  if #last == 0 then
-    redis.call('DEL', set, also)
-    return
-  end
-  local left = num(math.max(tonumber(last[2]) - now, 1))
-  redis.call('PEXPIRE', set, left)
-  redis.call('PEXPIRE', also, left)
-end
 -- How many more holders of KIND the name admits now, queue aside.
 local function room(kind)
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -173,6 +150,16 @@ local function wait_ms()
   end
   return first and math.max(first - now, 1) or 50
 end
+-- A token that holds a member of SET already (a retry whose answer was
+-- lost) has it again, with the lease `score` and the length ARGV[2]: its
+-- fence and slot, or nil when it holds none.
+local function held_again(set, info, member, score)
+  if not redis.call('ZSCORE', set, member) then return nil end
+  redis.call('ZADD', set, score, member)
+  redis.call('HSET', info, member .. ':ttl', ARGV[2])
+  expire_set(set, info)
+  return redis.call('HMGET', info, member .. ':fence', member .. ':slot')
+end
 local function new_fence()
   local fence = num(math.max((tonumber(redis.call('GET', KEYS[3])) or 0) + 1, micros))
   redis.call('SET', KEYS[3], fence)
@@ -188,7 +175,7 @@ end
 // semaphore of N.
 // fence = max(last fence + 1, server time in µs): it keeps growing when the
 // counter is lost (FLUSHALL, restart without persistence).
-inline const std::string acquire = std::string(prelude) + R"lua(
+inline const std::string acquire = prelude + R"lua(
 local me = ARGV[7] ~= '' and ('x:' .. ARGV[7]) or nil
 if redis.call('ZCARD', KEYS[4]) > 0 then
   q_leave(me)
@@ -217,7 +204,7 @@ return {1, fence}
 
 // ARGV: token, channel of older dlocks' waiters. 1 if released (the head
 // of the queue is woken), 0 if not the owner.
-inline const std::string release = std::string(prelude) + R"lua(
+inline const std::string release = prelude + R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('PUBLISH', ARGV[2], 'released')
@@ -226,7 +213,7 @@ return 1
 )lua";
 
 // ARGV: member (KIND:ID). A waiter that gives up leaves the queue.
-inline const std::string leave = std::string(prelude) + R"lua(
+inline const std::string leave = prelude + R"lua(
 q_leave(ARGV[1])
 return 1
 )lua";
@@ -257,12 +244,12 @@ local result = {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2]), red
                 redis.call('HGET', KEYS[5], 'limit') or '', holders(KEYS[4], KEYS[5], true),
                 holders(KEYS[6], KEYS[7], false), redis.call('ZCARD', KEYS[8])}
 )lua";
-inline const std::string status = std::string(prelude) + status_body + "return result\n";
+inline const std::string status = prelude + status_body + "return result\n";
 
 // ARGV: channel of older dlocks' waiters. Breaks the exclusive lock, every
 // slot of a semaphore or every reader's share, whichever holds the name:
 // the status script's reply from before, or nil when it was free.
-inline const std::string force_release = std::string(prelude) + status_body + R"lua(
+inline const std::string force_release = prelude + status_body + R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 and redis.call('ZCARD', KEYS[6]) == 0 then
   return false
 end
@@ -272,36 +259,9 @@ q_wake()
 return result
 )lua";
 
-// What renewing a semaphore's slot or a reader's share does on SET and
-// INFO (KEYS[4] and [5], or [6] and [7]). ARGV: token, ttl ms (0: its own
-// length), fallback ms (a lease without a recorded length). {1, ttl
-// applied} if renewed, 0 if the token holds none (any more). As the
-// exclusive lock's renew script, a ttl given becomes the lease's length.
-inline constexpr const char *renew_member = R"lua(
-local member = redis.sha1hex(ARGV[1])
-if not redis.call('ZSCORE', SET, member) then
-  expire_set(SET, INFO)
-  return 0
-end
-local ttl = tonumber(ARGV[2])
-if ttl == 0 then
-  ttl = tonumber(redis.call('HGET', INFO, member .. ':ttl'))
-  if not ttl or ttl < 1 then ttl = tonumber(ARGV[3]) end
-else
-  redis.call('HSET', INFO, member .. ':ttl', ARGV[2])
-end
-redis.call('ZADD', SET, num(now + ttl), member)
-expire_set(SET, INFO)
-return {1, num(ttl)}
-)lua";
-
-// Releasing a slot or a share. ARGV: token, channel of older dlocks'
-// waiters. 1 if released (the queue is woken), 0 if the token holds none.
+// Releasing a slot or a share (drop_member): 1 if released (the queue is
+// woken), 0 if the token holds none.
 inline constexpr const char *release_member = R"lua(
-local member = redis.sha1hex(ARGV[1])
-local removed = redis.call('ZREM', SET, member)
-if removed == 1 then forget(INFO, member) end
-expire_set(SET, INFO)
 if removed == 0 then return 0 end
 redis.call('PUBLISH', ARGV[2], 'released')
 q_wake()
@@ -323,7 +283,7 @@ inline const std::string on_set = "local SET, INFO = KEYS[4], KEYS[5]\n";
 // it with another N, {3, pttl} when it is held as an exclusive lock, {4,
 // ''} while live readers hold it as a shared lock. The fence comes from
 // the name's one counter, as the exclusive lock's.
-inline const std::string acquire = std::string(prelude) + R"lua(
+inline const std::string acquire = prelude + R"lua(
 local kind = 's' .. ARGV[3]
 local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -341,13 +301,8 @@ if redis.call('ZCARD', KEYS[4]) > 0 and limit and limit ~= ARGV[3] then
 end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
-if redis.call('ZSCORE', KEYS[4], member) then
-  redis.call('ZADD', KEYS[4], score, member)
-  redis.call('HSET', KEYS[5], member .. ':ttl', ARGV[2])
-  expire_set(KEYS[4], KEYS[5])
-  local held = redis.call('HMGET', KEYS[5], member .. ':fence', member .. ':slot')
-  return {1, held[1] or '0', held[2] or ''}
-end
+local held = held_again(KEYS[4], KEYS[5], member, score)
+if held then return {1, held[1] or '0', held[2] or ''} end
 if not q_admits(kind, me) then
   q_join(me)
   q_wake()
@@ -370,8 +325,8 @@ expire_set(KEYS[4], KEYS[5])
 return {1, fence, num(slot)}
 )lua";
 
-inline const std::string renew = std::string(prelude) + on_set + renew_member;
-inline const std::string release = std::string(prelude) + on_set + release_member;
+inline const std::string renew = prelude + on_set + renew_member;
+inline const std::string release = prelude + on_set + drop_member + release_member;
 
 } // namespace dlock::backend::redis::lua::server::semaphore
 
@@ -388,7 +343,7 @@ inline const std::string on_set = "local SET, INFO = KEYS[6], KEYS[7]\n";
 // woken} while a writer holds the name or a waiter of another kind comes
 // first; {2, N} when live holders hold it as a semaphore of N. The fence
 // comes from the name's one counter, as a writer's.
-inline const std::string acquire = std::string(prelude) + R"lua(
+inline const std::string acquire = prelude + R"lua(
 local me = ARGV[7] ~= '' and ('r:' .. ARGV[7]) or nil
 if redis.call('ZCARD', KEYS[4]) > 0 then
   q_leave(me)
@@ -396,12 +351,8 @@ if redis.call('ZCARD', KEYS[4]) > 0 then
 end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
-if redis.call('ZSCORE', KEYS[6], member) then
-  redis.call('ZADD', KEYS[6], score, member)
-  redis.call('HSET', KEYS[7], member .. ':ttl', ARGV[2])
-  expire_set(KEYS[6], KEYS[7])
-  return {1, redis.call('HGET', KEYS[7], member .. ':fence') or '0'}
-end
+local held = held_again(KEYS[6], KEYS[7], member, score)
+if held then return {1, held[1] or '0'} end
 if not q_admits('r', me) then
   q_join(me)
   q_wake()
@@ -417,7 +368,7 @@ expire_set(KEYS[6], KEYS[7])
 return {1, fence}
 )lua";
 
-inline const std::string renew = std::string(prelude) + on_set + renew_member;
-inline const std::string release = std::string(prelude) + on_set + release_member;
+inline const std::string renew = prelude + on_set + renew_member;
+inline const std::string release = prelude + on_set + drop_member + release_member;
 
 } // namespace dlock::backend::redis::lua::server::shared
