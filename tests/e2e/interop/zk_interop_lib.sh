@@ -73,7 +73,7 @@ _use_curator() {
     fail "missing in /usr/share/java: ${missing[*]} (packages libcurator-recipes-java, libzookeeper-java, libguava-java, libslf4j-java)"
   mkdir -p "$tmpdir/classes"
   # -Xlint:-path: the Debian jars' manifests name optional jars that are absent.
-  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "${classpath%:}" "$k_interop_dir/CuratorLock.java" \
+  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "${classpath%:}" "$k_interop_dir/CuratorTool.java" "$k_interop_dir/CuratorLock.java" \
     2>"$tmpdir/javac.err" || fail "javac CuratorLock.java failed: $(head -5 "$tmpdir/javac.err")"
   FOREIGN=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -XX:-UsePerfData -Xss512k
     -Djava.net.preferIPv4Stack=true -cp "$tmpdir/classes:${classpath%:}" CuratorLock "$ZK_CONNECT")
