@@ -34,35 +34,17 @@ javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop
 READ_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-__READ__[0-9]{10}$'
 
 # rw_hold ID PATH read|write: Curator waits for that lock on PATH in the
-# background and holds it until rw_release ID; sets RW_PID.
-rw_hold() {
-  local id=$1 path=$2 kind=$3
-  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
-  "${RW[@]}" "$path" "$kind" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
-  RW_PID=$!
-  track "$RW_PID"
-  eval "_rw_pid_$id=$RW_PID"
-}
+# background and holds it until rw_release ID.
+rw_hold() { interop_start "$1" Curator "its lock" acquired released "${RW[@]}" "$2" "$3"; }
 
 # rw_wait_held ID [S]: wait until ID holds; sets RW_CZXID, RW_HELD_MS.
 rw_wait_held() {
-  local id=$1 limit=${2:-10} line
-  wait_until -t "$limit" grep -q '^acquired ' "$tmpdir/$id.out" ||
-    fail "Curator ($id) did not get its lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
-  RW_HELD_MS=$(now_ms)
-  line=$(grep '^acquired ' "$tmpdir/$id.out")
-  [[ $line =~ czxid=([0-9]+) ]] || fail "Curator ($id) printed an odd line: $line"
-  RW_CZXID=${BASH_REMATCH[1]}
+  interop_wait_held "$@"
+  RW_HELD_MS=$INTEROP_HELD_MS
+  RW_CZXID=$INTEROP_CZXID
 }
 
-rw_release() {
-  local id=$1 pid
-  eval "pid=\$_rw_pid_$id"
-  touch "$tmpdir/$id.release"
-  wait_exit "$pid" 10
-  [ "$rc" = 0 ] || fail "Curator ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
-  grep -qx released "$tmpdir/$id.out" || fail "Curator ($id) did not say released: $(cat "$tmpdir/$id.out")"
-}
+rw_release() { interop_release "$1"; }
 
 # status_field NAME EXPR: EXPR of dlock status NAME --json.
 status_field() {

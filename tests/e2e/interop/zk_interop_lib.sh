@@ -17,6 +17,17 @@
 #                            lock path: "${FOREIGN[@]}" /dlock/x try 500
 #   FOREIGN_NAME             "Curator" or "kazoo", for messages
 #   FOREIGN_NODE_RE          the names that recipe gives its lock nodes
+#   interop_start ID WHO WHAT HELD RELEASED COMMAND...
+#                            runs "COMMAND... hold $tmpdir/ID.release" in the
+#                            background (a helper of the tests: CuratorLock,
+#                            CuratorReadWrite, CuratorSemaphore, kazoo_lock.py),
+#                            which waits for WHAT ("the lock", "a lease") and
+#                            holds it; WHO names it in messages, HELD and
+#                            RELEASED are the first words of its lines when it
+#                            holds and when it has let go; sets INTEROP_PID
+#   interop_wait_held ID [S] wait (S seconds, default 10) until ID holds; sets
+#                            INTEROP_NODE, INTEROP_CZXID, INTEROP_HELD_MS
+#   interop_release ID       let ID go; it must say RELEASED and exit 0
 #   foreign_hold ID PATH     the other recipe waits for PATH in the background
 #                            and holds it once it gets it; sets FOREIGN_PID
 #   foreign_wait_held ID [S] wait (S seconds, default 10) until ID holds;
@@ -87,34 +98,51 @@ _use_kazoo() {
   FOREIGN_NODE_RE='^[0-9a-f]{32}__lock__[0-9]{10}$'
 }
 
-foreign_hold() {
-  local id=$1 path=$2
+interop_start() {
+  local id=$1 who=$2 what=$3 held=$4 released=$5
+  shift 5
   rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
-  "${FOREIGN[@]}" "$path" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
-  FOREIGN_PID=$!
-  track "$FOREIGN_PID"
-  eval "_foreign_pid_$id=$FOREIGN_PID"
+  "$@" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  INTEROP_PID=$!
+  track "$INTEROP_PID"
+  eval "_interop_pid_$id=\$INTEROP_PID"
+  eval "_interop_who_$id=\$who _interop_what_$id=\$what _interop_held_$id=\$held _interop_released_$id=\$released"
+}
+
+interop_wait_held() {
+  local id=$1 limit=${2:-10} line who what held
+  eval "who=\$_interop_who_$id what=\$_interop_what_$id held=\$_interop_held_$id"
+  wait_until -t "$limit" grep -q "^$held " "$tmpdir/$id.out" ||
+    fail "$who ($id) did not get $what within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
+  INTEROP_HELD_MS=$(now_ms)
+  line=$(grep "^$held " "$tmpdir/$id.out")
+  [[ $line =~ node=([^ ]+)\ czxid=([0-9]+) ]] || fail "$who ($id) printed an odd line: $line"
+  INTEROP_NODE=${BASH_REMATCH[1]}
+  INTEROP_CZXID=${BASH_REMATCH[2]}
+}
+
+interop_release() {
+  local id=$1 pid who released
+  eval "pid=\$_interop_pid_$id who=\$_interop_who_$id released=\$_interop_released_$id"
+  touch "$tmpdir/$id.release"
+  wait_exit "$pid" 10
+  [ "$rc" = 0 ] || fail "$who ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
+  grep -qx "$released" "$tmpdir/$id.out" || fail "$who ($id) did not say $released: $(cat "$tmpdir/$id.out")"
+}
+
+foreign_hold() {
+  interop_start "$1" "$FOREIGN_NAME" "the lock" HELD RELEASED "${FOREIGN[@]}" "$2"
+  FOREIGN_PID=$INTEROP_PID
 }
 
 foreign_wait_held() {
-  local id=$1 limit=${2:-10} line
-  wait_until -t "$limit" grep -q '^HELD ' "$tmpdir/$id.out" ||
-    fail "$FOREIGN_NAME ($id) did not get the lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
-  FOREIGN_HELD_MS=$(now_ms)
-  line=$(grep '^HELD ' "$tmpdir/$id.out")
-  [[ $line =~ node=([^ ]+)\ czxid=([0-9]+) ]] || fail "$FOREIGN_NAME ($id) printed an odd line: $line"
-  FOREIGN_NODE=${BASH_REMATCH[1]}
-  FOREIGN_CZXID=${BASH_REMATCH[2]}
+  interop_wait_held "$@"
+  FOREIGN_HELD_MS=$INTEROP_HELD_MS
+  FOREIGN_NODE=$INTEROP_NODE
+  FOREIGN_CZXID=$INTEROP_CZXID
 }
 
-foreign_release() {
-  local id=$1 pid
-  eval "pid=\$_foreign_pid_$id"
-  touch "$tmpdir/$id.release"
-  wait_exit "$pid" 10
-  [ "$rc" = 0 ] || fail "$FOREIGN_NAME ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
-  grep -qx RELEASED "$tmpdir/$id.out" || fail "$FOREIGN_NAME ($id) did not say RELEASED: $(cat "$tmpdir/$id.out")"
-}
+foreign_release() { interop_release "$1"; }
 
 children() {
   "${ZK_LS[@]}" "$1" children 2>"$tmpdir/children.err" ||
