@@ -37,7 +37,7 @@ redis)
   wait_renewed "$(redis_key "$name" lock)"
   ;;
 zk)
-  [ "$(zk_child_count "/dlock/$name")" = 1 ] || fail "/dlock/$name does not have exactly one node while the job runs"
+  [ "$(zk_child_count "/dlock/$name")" = 2 ] || fail "/dlock/$name does not have exactly the job's two nodes while the job runs"
   "$ZK4" cons | grep -q "to=$ttl_ms," || fail "no session with the timeout $ttl_ms ms on the server: $("$ZK4" cons)"
   zk_wait_pinged
   ;;

@@ -14,7 +14,7 @@ started=$(now_ms)
 acquire_bg x --ttl 3s
 echo "acquire returned after $(($(now_ms) - started)) ms"
 is_held x || fail "status x: not held after acquire"
-[ "$(zk_child_count /dlock/x)" = 1 ] || fail "/dlock/x does not hold exactly one node after acquire"
+[ "$(zk_child_count /dlock/x)" = 2 ] || fail "/dlock/x does not hold exactly the holder's two nodes after acquire"
 capture "${DL[@]}" run x -- true
 [ "$rc" = 75 ] || fail "run on a lock taken by acquire exited $rc, expected 75"
 
@@ -116,7 +116,7 @@ wait_exit "$acq" 5
 [ "$rc" = 143 ] || fail "SIGTERM to a waiting acquire: exit $rc, expected 143; stderr: $(cat "$tmpdir/sig.err")"
 [ ! -s "$tmpdir/sig.token" ] || fail "the interrupted acquire printed a token"
 wait_until -t 2 has_no_waiter sig || fail "the interrupted acquire still waits for the lock"
-[ "$(zk_child_count /dlock/sig)" = 1 ] || fail "the interrupted acquire left its node: $(zk_children /dlock/sig)"
+[ "$(zk_child_count /dlock/sig)" = 2 ] || fail "the interrupted acquire left its node: $(zk_children /dlock/sig)"
 release_holder h2
 wait_exit "$HOLDER_PID"
 is_free sig || fail "lock sig is held after its holder ended: the interrupted acquire took it"

@@ -15,10 +15,10 @@ use_zookeeper "$chroot_url"
 
 start_holder h c
 nodes=$(zk_children /some/chroot/dlock/c)
-[ "$(printf '%s' "$nodes" | json 'len(d)')" = 1 ] || fail "/some/chroot/dlock/c does not hold exactly the holder's node: $nodes"
-node=$(printf '%s' "$nodes" | json 'd[0]["name"]')
+[ "$(printf '%s' "$nodes" | json 'len(d)')" = 2 ] || fail "/some/chroot/dlock/c does not hold exactly the holder's two nodes: $nodes"
+node=$(printf '%s' "$nodes" | json '[n for n in d if "-lock-" in n["name"]][0]["name"]')
 [[ $node =~ $ZK_NODE_RE ]] || fail "the lock node '$node' is not named like Curator's"
-[ "$(printf '%s' "$nodes" | json 'd[0]["czxid"]')" = "$(cat "$tmpdir/h.fence")" ] || fail "the fence is not the czxid of the node under the chroot"
+[ "$(printf '%s' "$nodes" | json '[n for n in d if "-lock-" in n["name"]][0]["czxid"]')" = "$(cat "$tmpdir/h.fence")" ] || fail "the fence is not the czxid of the node under the chroot"
 "$ZKCLI" exists /dlock && fail "dlock created /dlock outside the chroot"
 [ "$(zk_child_count /dlock/c)" = 0 ] || fail "a lock node exists at /dlock/c, outside the chroot"
 

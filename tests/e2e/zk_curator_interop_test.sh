@@ -12,6 +12,7 @@ use_zk_interop curator
 
 check_foreign_holds nightly
 check_dlock_holds report
+check_dlock_readers_hold readers
 check_namespace_mapping
 check_mixed_contention 8
 pass

@@ -7,8 +7,10 @@
 # read lock is granted and its write lock is not; a Curator writer waiting
 # behind dlock's reader keeps new dlock readers out (writer preference), is
 # handed the lock by the watch once the reader goes, and hands it on to a
-# waiting dlock reader. Curator's side is tests/e2e/interop/CuratorReadWrite.java,
-# compiled here.
+# waiting dlock reader. dlock's exclusive lock (a -lock- node and a __WRIT__
+# node of one protected id) makes Curator's read and write locks busy, and
+# hands over by the watch to a Curator reader waiting behind it. Curator's
+# side is tests/e2e/interop/CuratorReadWrite.java, compiled here.
 SCENARIO="zookeeper: Curator's InterProcessReadWriteLock interoperates"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/interop/zk_interop_lib.sh"
@@ -32,35 +34,17 @@ javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop
 READ_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-__READ__[0-9]{10}$'
 
 # rw_hold ID PATH read|write: Curator waits for that lock on PATH in the
-# background and holds it until rw_release ID; sets RW_PID.
-rw_hold() {
-  local id=$1 path=$2 kind=$3
-  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
-  "${RW[@]}" "$path" "$kind" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
-  RW_PID=$!
-  track "$RW_PID"
-  eval "_rw_pid_$id=$RW_PID"
-}
+# background and holds it until rw_release ID.
+rw_hold() { interop_start "$1" Curator "its lock" acquired released "${RW[@]}" "$2" "$3"; }
 
 # rw_wait_held ID [S]: wait until ID holds; sets RW_CZXID, RW_HELD_MS.
 rw_wait_held() {
-  local id=$1 limit=${2:-10} line
-  wait_until -t "$limit" grep -q '^acquired ' "$tmpdir/$id.out" ||
-    fail "Curator ($id) did not get its lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
-  RW_HELD_MS=$(now_ms)
-  line=$(grep '^acquired ' "$tmpdir/$id.out")
-  [[ $line =~ czxid=([0-9]+) ]] || fail "Curator ($id) printed an odd line: $line"
-  RW_CZXID=${BASH_REMATCH[1]}
+  interop_wait_held "$@"
+  RW_HELD_MS=$INTEROP_HELD_MS
+  RW_CZXID=$INTEROP_CZXID
 }
 
-rw_release() {
-  local id=$1 pid
-  eval "pid=\$_rw_pid_$id"
-  touch "$tmpdir/$id.release"
-  wait_exit "$pid" 10
-  [ "$rc" = 0 ] || fail "Curator ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
-  grep -qx released "$tmpdir/$id.out" || fail "Curator ($id) did not say released: $(cat "$tmpdir/$id.out")"
-}
+rw_release() { interop_release "$1"; }
 
 # status_field NAME EXPR: EXPR of dlock status NAME --json.
 status_field() {
@@ -132,13 +116,13 @@ capture "${RW[@]}" /dlock/shared read try 5000
 [[ $rc = 0 && $out = acquired* ]] || fail "Curator's read lock beside dlock's reader: exit $rc, '$out'; stderr: $err"
 capture "${RW[@]}" /dlock/shared write try 1000
 [[ $rc = 75 && $out = busy ]] || fail "Curator's write lock beside dlock's reader: exit $rc, '$out' (expected 75, busy); stderr: $err"
-[ "$(zk_child_count /dlock/shared)" = 1 ] || fail "Curator's tries left nodes behind: $(children /dlock/shared)"
+[ "$(zk_child_count /dlock/shared)" = 2 ] || fail "Curator's tries left nodes behind: $(children /dlock/shared)"
 
 # 4. A Curator writer waiting behind dlock's reader keeps new dlock readers
 # out; the reader's release hands it the lock by the watch; a dlock reader
 # that waits for it gets the lock once it lets go, with a fence above its.
 rw_hold cw2 /dlock/shared write
-wait_until -t 10 _has_children /dlock/shared 2 || fail "Curator's writer never queued; stderr: $(cat "$tmpdir/cw2.err")"
+wait_until -t 10 _has_children /dlock/shared 3 || fail "Curator's writer never queued; stderr: $(cat "$tmpdir/cw2.err")"
 [ "$(lock_waiters shared)" = 1 ] || fail "status shows $(lock_waiters shared) waiters while Curator's writer waits, expected 1"
 capture "${DL[@]}" run --shared shared -- touch "$tmpdir/ran"
 [ "$rc" = 75 ] || fail "a new dlock reader exited $rc while Curator's writer waited, expected 75 (writer preference)"
@@ -165,4 +149,33 @@ wait_exit "$waiter" 15
 [ "$(cat "$tmpdir/waiter.fence")" -gt "$RW_CZXID" ] ||
   fail "the reader's fence $(cat "$tmpdir/waiter.fence") is not above Curator's writer czxid $RW_CZXID"
 no_nodes_left /dlock/shared
+
+# 5. dlock's exclusive lock held: Curator's read lock and its write lock are
+# busy (their tries leave no node); a Curator reader waiting behind it is
+# handed the lock by the watch once dlock's job ends.
+start_holder dx exclusive
+exclusive_fence=$(cat "$tmpdir/dx.fence")
+capture "${RW[@]}" /dlock/exclusive read try 1000
+[[ $rc = 75 && $out = busy ]] ||
+  fail "Curator's read lock beside dlock's exclusive lock: exit $rc, '$out' (expected 75, busy); stderr: $err"
+capture "${RW[@]}" /dlock/exclusive write try 1000
+[[ $rc = 75 && $out = busy ]] ||
+  fail "Curator's write lock beside dlock's exclusive lock: exit $rc, '$out' (expected 75, busy); stderr: $err"
+[ "$(zk_child_count /dlock/exclusive)" = 2 ] || fail "Curator's tries left nodes behind: $(children /dlock/exclusive)"
+rw_hold cr2 /dlock/exclusive read
+wait_until -t 10 _has_children /dlock/exclusive 3 || fail "Curator's reader never queued; stderr: $(cat "$tmpdir/cr2.err")"
+[ "$(lock_waiters exclusive)" = 1 ] || fail "status shows $(lock_waiters exclusive) waiters while Curator's reader waits, expected 1"
+sleep 0.3
+! grep -q '^acquired' "$tmpdir/cr2.out" || fail "Curator's reader got the lock beside dlock's exclusive lock"
+released=$(now_ms)
+release_holder dx
+wait_exit "$HOLDER_PID"
+[ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dx.err")"
+rw_wait_held cr2
+echo "Curator's reader got the lock $((RW_HELD_MS - released)) ms after dlock's job was told to end (upper bound)"
+[ $((RW_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator's reader was not woken by the watch"
+[ "$RW_CZXID" -gt "$exclusive_fence" ] ||
+  fail "Curator's reader czxid $RW_CZXID is not above dlock's fence $exclusive_fence"
+rw_release cr2
+no_nodes_left /dlock/exclusive
 pass

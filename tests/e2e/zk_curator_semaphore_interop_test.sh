@@ -37,33 +37,16 @@ LOCKS=$SEM_PATH/locks
 
 # sem_hold ID: Curator waits for one lease of (SEM_PATH, 2) in the
 # background and holds it until sem_release ID.
-sem_hold() {
-  local id=$1
-  rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
-  "${SEM[@]}" "$SEM_PATH" 2 hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
-  eval "_sem_pid_$id=$!"
-  track "$!"
-}
+sem_hold() { interop_start "$1" Curator "a lease" acquired released "${SEM[@]}" "$SEM_PATH" 2; }
 
 # sem_wait_held ID [S]: wait until ID holds; sets SEM_CZXID, SEM_HELD_MS.
 sem_wait_held() {
-  local id=$1 limit=${2:-10} line
-  wait_until -t "$limit" grep -q '^acquired ' "$tmpdir/$id.out" ||
-    fail "Curator ($id) did not get a lease within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
-  SEM_HELD_MS=$(now_ms)
-  line=$(grep '^acquired ' "$tmpdir/$id.out")
-  [[ $line =~ czxid=([0-9]+) ]] || fail "Curator ($id) printed an odd line: $line"
-  SEM_CZXID=${BASH_REMATCH[1]}
+  interop_wait_held "$@"
+  SEM_HELD_MS=$INTEROP_HELD_MS
+  SEM_CZXID=$INTEROP_CZXID
 }
 
-sem_release() {
-  local id=$1 pid
-  eval "pid=\$_sem_pid_$id"
-  touch "$tmpdir/$id.release"
-  wait_exit "$pid" 10
-  [ "$rc" = 0 ] || fail "Curator ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
-  grep -qx released "$tmpdir/$id.out" || fail "Curator ($id) did not say released: $(cat "$tmpdir/$id.out")"
-}
+sem_release() { interop_release "$1"; }
 
 status_field() {
   "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"

@@ -56,7 +56,7 @@ until [ $(($(now_ms) - killed)) -ge $((2 * ttl_ms)) ]; do
   checked=$((checked + 1))
   sleep 0.1 # the observation window itself is under test
 done
-[ "$(zk_child_count "/dlock/$name")" = 1 ] || fail "/dlock/$name does not hold exactly the job's node: $(zk_children "/dlock/$name")"
+[ "$(zk_child_count "/dlock/$name")" = 2 ] || fail "/dlock/$name does not hold exactly the job's two nodes: $(zk_children "/dlock/$name")"
 [ "$("${DL[@]}" status "$name" --json | json 'd["fence"]')" = "$job_fence" ] || fail "the lock's fence changed: someone else holds it"
 
 release_holder h

@@ -36,10 +36,10 @@ fences+=("$acquired")
 [ "$("${DL[@]}" status f --json | json 'd["fence"]')" = "$acquired" ] ||
   fail "status f shows another fence than acquire --json printed ($acquired)"
 zk_children /dlock/f >"$tmpdir/nodes.json"
-[ "$(json 'len(d)' <"$tmpdir/nodes.json")" = 1 ] || fail "/dlock/f does not hold exactly one node: $(cat "$tmpdir/nodes.json")"
-node=$(json 'd[0]["name"]' <"$tmpdir/nodes.json")
+[ "$(json 'len(d)' <"$tmpdir/nodes.json")" = 2 ] || fail "/dlock/f does not hold exactly the holder's two nodes: $(cat "$tmpdir/nodes.json")"
+node=$(json '[n for n in d if "-lock-" in n["name"]][0]["name"]' <"$tmpdir/nodes.json")
 [[ $node =~ $ZK_NODE_RE ]] || fail "the lock node '$node' is not named like Curator's: _c_<uuid>-lock-<10 digits>"
-czxid=$(json 'd[0]["czxid"]' <"$tmpdir/nodes.json")
+czxid=$(json '[n for n in d if "-lock-" in n["name"]][0]["czxid"]' <"$tmpdir/nodes.json")
 [ "$czxid" = "$acquired" ] || fail "the fence $acquired is not the lock node's czxid $czxid"
 "${DL[@]}" release f "$token" || fail "release f failed"
 

@@ -37,8 +37,8 @@ for ((i = 1; i <= k_waiters; i++)); do waiter_errs+=("$tmpdir/w$i.err"); done
 queued() { [ "$(lock_waiters "$name")" = "$k_waiters" ]; }
 wait_until -t 20 queued ||
   fail "status --json never counted $k_waiters waiters (now $(lock_waiters "$name"); nodes: $(zk_child_count "$parent"))"
-[ "$(zk_child_count "$parent")" = $((k_waiters + 1)) ] ||
-  fail "$parent has $(zk_child_count "$parent") children, expected $((k_waiters + 1)) (the holder and $k_waiters waiters)"
+[ "$(zk_child_count "$parent")" = $((2 * (k_waiters + 1))) ] ||
+  fail "$parent has $(zk_child_count "$parent") children, expected $((2 * (k_waiters + 1))) (two each of the holder and $k_waiters waiters)"
 [ ! -e "$tmpdir/running" ] || fail "waiter $(cat "$tmpdir/running") runs while the holder still holds the lock"
 [ "$(zk_wakeups "${waiter_errs[@]}")" = 0 ] ||
   fail "waiters were woken before anything was released: $(grep -h 'woken by' "${waiter_errs[@]}" | head -3)"
@@ -63,6 +63,8 @@ for line in open(sys.argv[2]):
 for paths in watches.values():
     if parent in paths:
         sys.exit("someone watches the parent %s: a release would wake every waiter" % parent)
+# Each contender's -lock- node (its other one, __WRIT__, comes next in sequence).
+nodes = [n for n in nodes if "-lock-" in n["name"]]
 nodes.sort(key=lambda n: n["name"].rsplit("-", 1)[-1])
 if len(nodes) != waiters + 1:
     sys.exit("%d nodes" % len(nodes))
@@ -87,6 +89,8 @@ for i in range(1, int(sys.argv[3]) + 1):
     if not m:
         sys.exit("waiter %d: dlock -v did not name its session" % i)
     by_session[int(m[-1], 16)] = i
+# Each contender's -lock- node (its other one, __WRIT__, comes next in sequence).
+nodes = [n for n in nodes if "-lock-" in n["name"]]
 nodes.sort(key=lambda n: n["name"].rsplit("-", 1)[-1])
 order = [by_session.get(n["ephemeralOwner"]) for n in nodes[1:]]
 if None in order:

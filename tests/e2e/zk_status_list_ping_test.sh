@@ -15,11 +15,11 @@ start_status_holder
 
 # The znode layout.
 zk_children /dlock/app/one >"$tmpdir/nodes.json"
-[ "$(json 'len(d)' <"$tmpdir/nodes.json")" = 1 ] || fail "/dlock/app/one does not hold exactly one node: $(cat "$tmpdir/nodes.json")"
-node=$(json 'd[0]["name"]' <"$tmpdir/nodes.json")
+[ "$(json 'len(d)' <"$tmpdir/nodes.json")" = 2 ] || fail "/dlock/app/one does not hold exactly the holder's two nodes: $(cat "$tmpdir/nodes.json")"
+node=$(json '[n for n in d if "-lock-" in n["name"]][0]["name"]' <"$tmpdir/nodes.json")
 [[ $node =~ $ZK_NODE_RE ]] || fail "the lock node '$node' is not named like Curator's: _c_<uuid>-lock-<10 digits>"
-[ "$(json 'd[0]["czxid"]' <"$tmpdir/nodes.json")" = "$one_fence" ] || fail "the job's DLOCK_FENCE $one_fence is not the node's czxid"
-[ "$(json 'd[0]["ephemeralOwner"]' <"$tmpdir/nodes.json")" != 0 ] || fail "the lock node is not ephemeral"
+[ "$(json '[n for n in d if "-lock-" in n["name"]][0]["czxid"]' <"$tmpdir/nodes.json")" = "$one_fence" ] || fail "the job's DLOCK_FENCE $one_fence is not the node's czxid"
+[ "$(json '[n for n in d if "-lock-" in n["name"]][0]["ephemeralOwner"]' <"$tmpdir/nodes.json")" != 0 ] || fail "the lock node is not ephemeral"
 data=$("$ZKCLI" get "/dlock/app/one/$node")
 case $data in *"$one_pid"*) ;; *) fail "the lock node's data does not hold the holder's pid $one_pid: $data" ;; esac
 case $data in *"$one_token"*) fail "the lock node's data holds the release token: $data" ;; esac
@@ -30,10 +30,10 @@ check_held_status_json app/one "$one_pid" "$one_fence" 't is None or isinstance(
 # Waiters are the queued nodes behind the holder's; one that gives up takes
 # its node away.
 three_nodes() {
-  [ "$(zk_child_count /dlock/app/one)" = 3 ] || fail "/dlock/app/one does not hold 3 nodes with 2 waiters: $(zk_children /dlock/app/one)"
+  [ "$(zk_child_count /dlock/app/one)" = 6 ] || fail "/dlock/app/one does not hold 6 nodes (two each) with 2 waiters: $(zk_children /dlock/app/one)"
 }
 one_node() {
-  [ "$(zk_child_count /dlock/app/one)" = 1 ] || fail "the interrupted waiters left their nodes: $(zk_children /dlock/app/one)"
+  [ "$(zk_child_count /dlock/app/one)" = 2 ] || fail "the interrupted waiters left their nodes: $(zk_children /dlock/app/one)"
 }
 check_waiters app/one 2 three_nodes one_node
 
@@ -44,7 +44,7 @@ check_free_status
 "$ZKCLI" create /dlock/not/a/lock data || fail "could not create an unrelated znode"
 "$ZKCLI" create /elsewhere/thing data || fail "could not create an unrelated znode"
 start_list_locks 10 other
-[ "$(zk_child_count /elsewhere/app/ns)" = 1 ] || fail "--namespace elsewhere did not put the lock under /elsewhere/app/ns"
+[ "$(zk_child_count /elsewhere/app/ns)" = 2 ] || fail "--namespace elsewhere did not put the lock under /elsewhere/app/ns"
 
 check_list_rows 10 "app/three not/a/lock app/ns nothing.here" app/one app/two other
 check_list_prefix app/ "app/one:$one_pid" "app/two:$two_pid"

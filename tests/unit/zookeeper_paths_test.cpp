@@ -368,3 +368,56 @@ TEST_CASE("zookeeper: status of a shared lock lists its readers; of a writer, th
   CHECK(foreign.detail.find("another client") != std::string::npos);
   CHECK(foreign.detail.find("id??x") != std::string::npos);
 }
+
+TEST_CASE("zookeeper: a new contender's two nodes share one protected id, the first in Curator's own layout") {
+  std::regex id("_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-");
+  auto exclusive = new_node_prefixes(HoldMode::exclusive);
+  REQUIRE(exclusive.size() == 2);
+  std::string stem = exclusive[0].substr(0, exclusive[0].size() - std::string("lock-").size());
+  CHECK(std::regex_match(stem, id));
+  CHECK(exclusive[0] == stem + "lock-");
+  CHECK(exclusive[1] == stem + "__WRIT__");
+  auto shared = new_node_prefixes(HoldMode::shared);
+  REQUIRE(shared.size() == 2);
+  CHECK(shared[0].substr(shared[0].size() - 8) == "__READ__");
+  CHECK(shared[1] == shared[0].substr(0, shared[0].size() - 8) + "lock-");
+  CHECK(shared[0].substr(0, 40) != stem);
+  CHECK(protected_id(exclusive[0] + "0000000001") == stem);
+  CHECK(protected_id(exclusive[1] + "0000000002") == stem);
+  CHECK(protected_id("0123abcd__lock__0000000003").empty());
+}
+
+TEST_CASE("zookeeper: the nodes of one protected id are one contender, a reader if one is a reader's node") {
+  const std::string a = "_c_aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa-";
+  const std::string b = "_c_bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb-";
+  const std::string c = "_c_cccccccc-cccc-4ccc-8ccc-cccccccccccc-";
+  // a: a dlock exclusive lock (-lock- and __WRIT__), b: a dlock reader
+  // (__READ__ and -lock-), c: Curator's mutex alone, k: kazoo's Lock.
+  std::vector<std::string> children = {b + "lock-0000000004", a + "__WRIT__0000000002", c + "lock-0000000005",
+                                       a + "lock-0000000001", b + "__READ__0000000003", "0f__lock__0000000006"};
+  auto queue = contenders(children);
+  REQUIRE(queue.size() == 4);
+  CHECK(queue[0].node == a + "lock-0000000001");
+  CHECK(queue[0].nodes == std::vector<std::string>{a + "lock-0000000001", a + "__WRIT__0000000002"});
+  CHECK_FALSE(queue[0].reader);
+  CHECK(queue[1].node == b + "__READ__0000000003");
+  CHECK(queue[1].nodes.size() == 2);
+  CHECK(queue[1].reader);
+  CHECK(queue[2].node == c + "lock-0000000005");
+  CHECK(queue[3].node == "0f__lock__0000000006");
+  CHECK(holder_count(queue) == 1);
+  // The exclusive holder holds by either of its nodes; the reader waits for
+  // it (not for its own -lock- node), the mutex for the reader.
+  CHECK(place(children, a + "__WRIT__0000000002").holds);
+  QueuePlace reader = place(children, b + "__READ__0000000003");
+  CHECK_FALSE(reader.holds);
+  CHECK(reader.watch == 0);
+  CHECK(reader.watch_is_last);
+  CHECK(watched(children, c + "lock-0000000005") == b + "__READ__0000000003");
+  // Without the writer, the reader holds, and its -lock- node does not make it a writer.
+  std::vector<std::string> readers = {b + "lock-0000000004", b + "__READ__0000000003",
+                                      "_c_dddddddd-dddd-4ddd-8ddd-dddddddddddd-__READ__0000000007"};
+  CHECK(place(readers, b + "__READ__0000000003").holds);
+  CHECK(place(readers, "_c_dddddddd-dddd-4ddd-8ddd-dddddddddddd-__READ__0000000007").holds);
+  CHECK(holder_count(contenders(readers)) == 2);
+}

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 
 namespace dlock::backend::zookeeper {
 
@@ -106,26 +107,54 @@ std::optional<std::uint64_t> contender_sequence(std::string_view child) {
   return value;
 }
 
+std::string protected_id(std::string_view child) {
+  auto marker = marker_of(child);
+  if (!marker || child.rfind("_c_", 0) != 0) return {};
+  auto head = child.size() - k_sequence_digits - marker->size();
+  // "_c_<id>-lock-": the '-' before "lock-" belongs to the id, as Curator writes it.
+  if (*marker == "-lock-") ++head;
+  return std::string(child.substr(0, head));
+}
+
 std::vector<Contender> contenders(const std::vector<std::string> &children) {
-  std::vector<Contender> out;
+  std::vector<Contender> nodes;
   for (const auto &child : children) {
     auto sequence = contender_sequence(child);
     if (!sequence) continue;
     auto marker = *marker_of(child);
     bool reader =
         std::find(std::begin(k_reader_markers), std::end(k_reader_markers), marker) != std::end(k_reader_markers);
-    out.push_back({child, *sequence, reader});
+    nodes.push_back({child, *sequence, reader, {child}});
   }
-  std::sort(out.begin(), out.end(), [](const Contender &a, const Contender &b) {
+  auto by_sequence = [](const Contender &a, const Contender &b) {
     return a.sequence != b.sequence ? a.sequence < b.sequence : a.node < b.node;
-  });
+  };
+  std::sort(nodes.begin(), nodes.end(), by_sequence);
+  // The nodes of one protected id are one contender, at its lowest node.
+  std::vector<Contender> out;
+  std::map<std::string, std::size_t> by_id; // protected id -> index in out
+  for (auto &node : nodes) {
+    std::string id = protected_id(node.node);
+    auto known = id.empty() ? by_id.end() : by_id.find(id);
+    if (known == by_id.end()) {
+      if (!id.empty()) by_id[id] = out.size();
+      out.push_back(std::move(node));
+      continue;
+    }
+    Contender &contender = out[known->second];
+    contender.nodes.push_back(node.node);
+    contender.reader = contender.reader || node.reader;
+  }
   return out;
 }
 
 QueuePlace place_in(const std::vector<Contender> &queue, std::string_view own,
                     const std::vector<std::string> &own_writers) {
   QueuePlace place;
-  auto mine = std::find_if(queue.begin(), queue.end(), [&](const Contender &c) { return c.node == own; });
+  auto has = [](const Contender &c, std::string_view node) {
+    return std::find(c.nodes.begin(), c.nodes.end(), node) != c.nodes.end();
+  };
+  auto mine = std::find_if(queue.begin(), queue.end(), [&](const Contender &c) { return has(c, own); });
   if (mine == queue.end()) return place;
   place.queued = true;
   auto index = static_cast<std::size_t>(mine - queue.begin());
@@ -138,7 +167,8 @@ QueuePlace place_in(const std::vector<Contender> &queue, std::string_view own,
   // The writers before our node that keep us out, nearest last.
   std::vector<std::size_t> blockers;
   for (std::size_t i = 0; i < index; ++i)
-    if (!queue[i].reader && std::find(own_writers.begin(), own_writers.end(), queue[i].node) == own_writers.end())
+    if (!queue[i].reader && std::none_of(own_writers.begin(), own_writers.end(),
+                                         [&](const std::string &node) { return has(queue[i], node); }))
       blockers.push_back(i);
   place.holds = blockers.empty();
   if (!place.holds) {
@@ -155,13 +185,17 @@ std::size_t holder_count(const std::vector<Contender> &queue) {
   return static_cast<std::size_t>(writer - queue.begin());
 }
 
-std::string new_node_prefix(HoldMode mode) {
+std::string new_node_prefix(HoldMode mode) { return new_node_prefixes(mode).front(); }
+
+std::vector<std::string> new_node_prefixes(HoldMode mode) {
   // A version 4 UUID, as java.util.UUID.randomUUID() prints it.
   std::string hex = random_hex(16);
   hex[12] = '4';
   hex[16] = "89ab"[std::stoi(hex.substr(16, 1), nullptr, 16) & 3];
-  return fmt::format("_c_{}-{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4),
-                     hex.substr(20), mode == HoldMode::shared ? "__READ__" : "lock-");
+  std::string id = fmt::format("_c_{}-{}-{}-{}-{}-", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
+                               hex.substr(16, 4), hex.substr(20));
+  if (mode == HoldMode::shared) return {id + "__READ__", id + "lock-"};
+  return {id + "lock-", id + "__WRIT__"};
 }
 
 std::string encode_holder(const HolderInfo &holder) {

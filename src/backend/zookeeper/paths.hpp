@@ -28,17 +28,27 @@ std::vector<std::string> ancestors(const std::string &path);
 
 // A contender's node: the sequence ZooKeeper appended, which orders the
 // queue. Curator's InterProcessMutex names its nodes
-// "_c_<uuid>-lock-<10 digits>" (dlock's exclusive lock does too), its
-// InterProcessReadWriteLock "_c_<uuid>-__READ__<10 digits>" (dlock's
-// --shared too) and "...-__WRIT__...", kazoo's Lock "<uuid>__lock__<10
-// digits>" and its ReadLock "...__rlock__...": all of them wait in one
-// queue, and anything else under the lock node is not a contender.
+// "_c_<uuid>-lock-<10 digits>", its InterProcessReadWriteLock
+// "_c_<uuid>-__READ__<10 digits>" and "...-__WRIT__...", kazoo's Lock
+// "<uuid>__lock__<10 digits>" and its ReadLock "...__rlock__...": all of
+// them wait in one queue, and anything else under the lock node is not a
+// contender.
 std::optional<std::uint64_t> contender_sequence(std::string_view child);
 
+// Curator sorts every node by what follows its own markers only ("lock-"
+// for the mutex, "__READ__" and "__WRIT__" for the read-write lock) and
+// puts all other nodes after its own, so one node cannot stand in both of
+// its queues. dlock therefore joins with two nodes of one protected id,
+// created in one transaction (adjacent sequence numbers, nothing between
+// them): an exclusive lock "-lock-" (Curator's mutex, kazoo's Lock) and
+// "__WRIT__" (Curator's read-write lock), a reader "__READ__" and "-lock-".
+// The nodes of one protected id ("_c_<id>-") are one contender, a reader
+// if one of them is a reader's node, standing where its lowest node does.
 struct Contender {
-  std::string node; // child name
+  std::string node; // child name; of a contender with several nodes, the lowest
   std::uint64_t sequence = 0;
-  bool reader = false; // "__READ__" or "__rlock__": shares the lock with other readers; anything else is a writer
+  bool reader = false;            // a "__READ__" or "__rlock__" node: shares the lock with other readers; else a writer
+  std::vector<std::string> nodes; // all its nodes, lowest first (node is the first)
 };
 // The contenders among `children`, in queue order.
 std::vector<Contender> contenders(const std::vector<std::string> &children);
@@ -66,8 +76,15 @@ QueuePlace place_in(const std::vector<Contender> &queue, std::string_view own,
 std::size_t holder_count(const std::vector<Contender> &queue);
 
 // "_c_<random uuid>-lock-" (exclusive) or "_c_<random uuid>-__READ__"
-// (shared): the protected-name prefix of a new contender.
+// (shared): the protected-name prefix of a new contender's first node.
 std::string new_node_prefix(HoldMode mode = HoldMode::exclusive);
+// The prefixes of a new contender's two nodes, in the order they are
+// created (one transaction): its first node's as new_node_prefix(mode)
+// gives it, then the same protected id with "__WRIT__" (exclusive) or
+// "lock-" (shared).
+std::vector<std::string> new_node_prefixes(HoldMode mode);
+// "_c_<id>-" of a node with a protected name, else empty.
+std::string protected_id(std::string_view child);
 
 // Node data: the holder as JSON. Data of other clients (Curator stores an
 // address, kazoo an identifier) gives nullopt.

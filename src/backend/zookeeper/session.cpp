@@ -104,6 +104,26 @@ void on_children(int rc, const String_vector *strings, const Stat *, const void 
   finish_end(data);
 }
 
+// What a multi needs until it completes: its ops, the client's results
+// and, for creates, the buffers the created paths are written to.
+struct Batch {
+  explicit Batch(std::size_t size) : ops(size), results(size), names(size) {}
+  std::vector<zoo_op_t> ops;
+  std::vector<zoo_op_result_t> results;
+  std::vector<std::string> names;
+};
+
+void on_created_all(int rc, const void *data) {
+  Call &call = finish_begin(data);
+  call.rc = rc;
+  if (rc == ZOK) {
+    const auto &batch = *std::static_pointer_cast<Batch>(call.scratch);
+    for (const auto &name : batch.names)
+      call.children.emplace_back(name.c_str());
+  }
+  finish_end(data);
+}
+
 void on_void(int rc, const void *data) {
   Call &call = finish_begin(data);
   call.rc = rc;
@@ -343,14 +363,46 @@ CallPtr Session::children(const std::string &path, bool watch) {
   });
 }
 
-CallPtr Session::confirm(const std::string &path) {
+CallPtr Session::confirm(const std::vector<std::string> &paths) {
   CallPtr call = start();
-  auto result = std::make_shared<zoo_op_result_t>();
-  call->scratch = result;
-  zoo_op_t check;
-  zoo_check_op_init(&check, path.c_str(), -1);
-  return submit(call,
-                [&](const void *holder) { return zoo_amulti(m_handle, 1, &check, result.get(), &on_void, holder); });
+  auto batch = std::make_shared<Batch>(paths.size());
+  call->scratch = batch;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    zoo_check_op_init(&batch->ops[i], paths[i].c_str(), -1);
+  return submit(call, [&](const void *holder) {
+    return zoo_amulti(m_handle, static_cast<int>(paths.size()), batch->ops.data(), batch->results.data(), &on_void,
+                      holder);
+  });
+}
+
+CallPtr Session::create_all(const std::vector<std::string> &paths, const std::string &data, int flags,
+                            bool restricted) {
+  const ACL_vector *acl = restricted ? &g_restricted_acl : &ZOO_OPEN_ACL_UNSAFE;
+  CallPtr call = start();
+  auto batch = std::make_shared<Batch>(paths.size());
+  call->scratch = batch;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    // Room for the path and the ten digits a sequential node gets.
+    batch->names[i].resize(paths[i].size() + 16);
+    zoo_create_op_init(&batch->ops[i], paths[i].c_str(), data.data(), static_cast<int>(data.size()), acl, flags,
+                       batch->names[i].data(), static_cast<int>(batch->names[i].size()));
+  }
+  return submit(call, [&](const void *holder) {
+    return zoo_amulti(m_handle, static_cast<int>(paths.size()), batch->ops.data(), batch->results.data(),
+                      &on_created_all, holder);
+  });
+}
+
+CallPtr Session::remove_all(const std::vector<std::string> &paths) {
+  CallPtr call = start();
+  auto batch = std::make_shared<Batch>(paths.size());
+  call->scratch = batch;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    zoo_delete_op_init(&batch->ops[i], paths[i].c_str(), -1);
+  return submit(call, [&](const void *holder) {
+    return zoo_amulti(m_handle, static_cast<int>(paths.size()), batch->ops.data(), batch->results.data(), &on_void,
+                      holder);
+  });
 }
 
 void Session::note_confirmed(SteadyClock::time_point sent_at) {

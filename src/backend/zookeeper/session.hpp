@@ -86,6 +86,13 @@ public:
   void drain_news() const;
 
   CallPtr create(const std::string &path, const std::string &data, int flags, bool restricted);
+  // Creates the nodes `paths` (all with `data` and `flags`) in one
+  // transaction (a multi): all of them or none. Sequential nodes made so
+  // get adjacent sequence numbers, with no other node's between them.
+  // children: the created paths, in order.
+  CallPtr create_all(const std::vector<std::string> &paths, const std::string &data, int flags, bool restricted);
+  // Deletes `paths` (any version) in one transaction: all or none.
+  CallPtr remove_all(const std::vector<std::string> &paths);
   CallPtr remove(const std::string &path, int version = -1);
   CallPtr exists(const std::string &path, bool watch = false);
   CallPtr get(const std::string &path, bool watch = false);
@@ -96,7 +103,9 @@ public:
   // view. A member cut off from its leader cannot answer it, nor can a
   // leader that lost its quorum (a sync or a read either could: a leader
   // answers a sync by itself). rc is ZNONODE if the node is gone.
-  CallPtr confirm(const std::string &path);
+  CallPtr confirm(const std::string &path) { return confirm(std::vector<std::string>{path}); }
+  // The same with a check of each of `paths`: ZNONODE if one is gone.
+  CallPtr confirm(const std::vector<std::string> &paths);
 
   // The lease that the leader's view of this session guarantees. The leader
   // expires a session T after the last request of it that it heard of, and

@@ -1,6 +1,7 @@
 #include "backend/zookeeper/zk_backend.hpp"
 
 #include "backend/zookeeper/four_letter.hpp"
+#include "backend/zookeeper/join.hpp"
 #include "backend/zookeeper/paths.hpp"
 #include "backend/zookeeper/semaphore.hpp"
 #include "backend/zookeeper/session.hpp"
@@ -84,8 +85,8 @@ public:
     // its leader, which may have expired the session meanwhile: only a
     // write shows the leader's view. The read after it (same round trip)
     // re-arms the watch on our node.
-    CallPtr write = session.confirm(held->second.path);
-    CallPtr call = session.exists(held->second.path, true);
+    CallPtr write = session.confirm(held->second.paths);
+    CallPtr call = session.exists(held->second.paths.front(), true);
     auto by = session.round_trip_deadline();
     if (answer_by) by = std::min(by, *answer_by);
     if (!session.wait(*call, by)) {
@@ -105,7 +106,7 @@ public:
     }
     if (write->rc == ZNONODE) {
       result.outcome = RenewOutcome::lost;
-      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.path);
+      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.paths.front());
       return result;
     }
     if (write->rc != ZOK && call->rc == ZOK) {
@@ -114,7 +115,7 @@ public:
     }
     if (call->rc == ZOK || call->rc == ZNONODE) {
       result.outcome = RenewOutcome::lost;
-      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.path);
+      result.reason = fmt::format("our node {} was deleted (a forced release?)", held->second.paths.front());
       return result;
     }
     if (session.expired()) {
@@ -137,7 +138,7 @@ public:
       // node in the same step, one round trip instead of two.
       bool deleted = false;
       for (const auto &event : m_session->take_node_events())
-        deleted = deleted || (event.deleted && event.path == node.path);
+        deleted = deleted || (event.deleted && event.path == node.paths.front());
       int rc = m_session->close();
       m_session.reset();
       if (deleted) return ReleaseOutcome::not_owner;
@@ -147,11 +148,15 @@ public:
                       "times out",
                       m_label, describe(rc)));
     }
-    CallPtr removal = m_session->remove(node.path);
+    // All our nodes at once: a waiter woken by one of them finds none left.
+    CallPtr removal = m_session->remove_all(node.paths);
     const Call &call = finish(*m_session, removal, "cannot delete our node");
     if (call.rc == ZOK) return ReleaseOutcome::released;
-    if (call.rc == ZNONODE) return ReleaseOutcome::not_owner;
-    m_session->fail(call.rc, fmt::format("cannot delete our node {}", node.path));
+    if (call.rc == ZNONODE) {
+      leave(*m_session, node.paths); // one was deleted (a forced release): the others go too
+      return ReleaseOutcome::not_owner;
+    }
+    m_session->fail(call.rc, fmt::format("cannot delete our node {}", node.paths.front()));
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
@@ -244,7 +249,7 @@ public:
 
 private:
   struct Held {
-    std::string path;
+    std::vector<std::string> paths; // our nodes, the first one's czxid the fence
     std::int64_t session = 0;
   };
 
@@ -334,17 +339,12 @@ private:
       if (rc != ZOK) session.fail(rc, fmt::format("cannot read the holders of {}", lock));
       Found found{held_status(name, queue, holders), {}};
       for (std::size_t i = 0; i < holders.size(); ++i)
-        found.paths.push_back(lock + "/" + queue[i].node);
+        for (const auto &node : queue[i].nodes)
+          found.paths.push_back(lock + "/" + node);
       return found;
     }
     return std::nullopt;
   }
-
-  struct Queued {
-    std::string path;                  // our node
-    NodeStat stat;                     // of our node
-    std::vector<std::string> children; // of the lock node, seen after ours was created
-  };
 
   // Creates the lock node and its parents (container nodes, which the
   // server removes once empty), all in one round trip. With credentials
@@ -369,56 +369,6 @@ private:
       if (call.rc == ZNONODE) continue; // a container above was removed meanwhile: the retry recreates it
       session.fail(call.rc, fmt::format("cannot create {}", levels[i]));
     }
-  }
-
-  // Joins the queue: our ephemeral sequential node, and the children of the
-  // lock node as they were right after it (same round trip: a session's
-  // requests are answered in order).
-  Queued enqueue(Session &session, const std::string &lock, const LockRequest &request) {
-    std::string prefix = new_node_prefix(request.mode);
-    std::string data = encode_holder(request.holder);
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      CallPtr create = session.create(lock + "/" + prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, m_digest.has_value());
-      CallPtr list = session.children(lock);
-      bool answered = session.wait(*create, create->sent_at + m_config.connect_timeout);
-      if (answered && create->rc == ZOK) {
-        // A write goes through the leader: our session was alive there.
-        session.note_confirmed(create->sent_at);
-        Queued queued{create->value, create->stat, {}};
-        CallPtr keep;
-        const Call *children = &finish(session, list, "cannot list the lock's queue");
-        if (children->rc != ZOK)
-          children = &read(
-              session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep);
-        if (children->rc != ZOK) session.fail(children->rc, fmt::format("cannot list {}", lock));
-        queued.children = children->children;
-        return queued;
-      }
-      if (answered && create->rc == ZNONODE) {
-        create_parents(session, lock);
-        continue;
-      }
-      if (answered && create->rc != ZCONNECTIONLOSS)
-        session.fail(create->rc, fmt::format("cannot join the queue of {}", lock));
-      // Unknown whether the node was made: the protected name finds it.
-      if (!session.wait_connected(SteadyClock::now() + m_config.connect_timeout))
-        throw UnavailableError(fmt::format("{}: lost the connection while joining the queue of {}", m_label, lock));
-      CallPtr keep;
-      const Call &children = read(
-          session, [&] { return session.children(lock); }, "cannot list the lock's queue", keep);
-      if (children.rc == ZOK) {
-        for (const auto &child : children.children) {
-          if (child.rfind(prefix, 0) != 0) continue;
-          CallPtr keep_stat;
-          std::string path = lock + "/" + child;
-          const Call &mine = read(
-              session, [&] { return session.exists(path); }, "cannot read our node", keep_stat);
-          if (mine.rc != ZOK) break;
-          return Queued{path, mine.stat, children.children};
-        }
-      }
-    }
-    throw UnavailableError(fmt::format("{}: could not join the queue of {}: it kept changing", m_label, lock));
   }
 
   // A lease handed out must leave at least T/3 before t0 + T: when the
@@ -446,17 +396,24 @@ private:
   std::vector<std::string> own_nodes(const Session &session, const std::string &lock) const {
     std::vector<std::string> out;
     for (const auto &[token, held] : m_held)
-      if (held.session == session.id() && held.path.rfind(lock + "/", 0) == 0 &&
-          held.path.find('/', lock.size() + 1) == std::string::npos)
-        out.push_back(basename_of(held.path));
+      if (held.session == session.id() && held.paths.front().rfind(lock + "/", 0) == 0 &&
+          held.paths.front().find('/', lock.size() + 1) == std::string::npos)
+        out.push_back(basename_of(held.paths.front()));
     return out;
   }
 
-  void leave(Session &session, const std::string &path) override {
+  void leave(Session &session, const std::string &path) override { leave(session, std::vector<std::string>{path}); }
+
+  // Deletes our nodes (each on its own: those still there go).
+  void leave(Session &session, const std::vector<std::string> &paths) {
     try {
-      finish(session, session.remove(path), "cannot delete our node");
+      std::vector<CallPtr> removals;
+      for (const auto &path : paths)
+        removals.push_back(session.remove(path));
+      for (const auto &removal : removals)
+        finish(session, removal, "cannot delete our node");
     } catch (const Error &) {
-      // It goes with the session, which closes with dlock.
+      // They go with the session, which closes with dlock.
     }
   }
 
@@ -495,12 +452,13 @@ private:
         if (check->rc == ZOK)
           session.note_confirmed(check->sent_at);
         else if (check->rc == ZNONODE)
-          throw UnavailableError(fmt::format("{}: our node {} was deleted while waiting", m_label, queued.path));
+          throw UnavailableError(
+              fmt::format("{}: our node {} was deleted while waiting", m_label, queued.paths.front()));
         // Unanswered (a lost connection, no leader): again soon, but not in a loop.
         next_check = std::max(session.latest_confirmation() + interval, now + Millis(100));
         check.reset();
       }
-      if (!check && now >= next_check) check = session.confirm(queued.path);
+      if (!check && now >= next_check) check = session.confirm(queued.paths);
       auto until = next_check;
       if (check) until = std::max(now + Millis(1), check->sent_at + m_config.connect_timeout);
       if (deadline) until = std::min(until, *deadline);
@@ -513,8 +471,9 @@ private:
     std::string lock = lock_path(m_base, request.name);
     if (request.mode == HoldMode::semaphore) return take_semaphore(*this, lock, request, wait, deadline, interrupt);
     Session &session = this->session(request.ttl);
-    Queued queued = enqueue(session, lock, request);
-    std::string own = basename_of(queued.path);
+    Queued queued =
+        join_queue(*this, session, lock, request, {m_config.connect_timeout, m_digest.has_value(), m_label});
+    std::string own = basename_of(queued.paths.front());
     try {
       refuse_beside_semaphore(*this, session, lock, queued.children, request);
       for (;;) {
@@ -525,7 +484,7 @@ private:
                                              m_label, own, lock));
         if (place.holds) break;
         if (!wait) {
-          leave(session, queued.path);
+          leave(session, queued.paths);
           return {AcquireOutcome::busy, std::nullopt, 0};
         }
         // Watch one node (paths.hpp, place_in): a release wakes one writer,
@@ -533,7 +492,7 @@ private:
         std::string predecessor = lock + "/" + queue[place.watch].node;
         Wake wake = wait_for(session, predecessor, queued, deadline, *interrupt);
         if (wake.outcome != AcquireOutcome::acquired) {
-          leave(session, queued.path);
+          leave(session, queued.paths);
           return {wake.outcome, std::nullopt, wake.signal};
         }
         if (wake.deleted) {
@@ -553,21 +512,26 @@ private:
         if (list.rc != ZOK) session.fail(list.rc, fmt::format("cannot list {}", lock));
         queued.children = list.children;
       }
-      return {AcquireOutcome::acquired, hold(session, request, queued.path, queued.stat), 0};
+      return {AcquireOutcome::acquired, hold(session, request, queued.paths, queued.stat), 0};
     } catch (...) {
-      leave(session, queued.path);
+      leave(session, queued.paths);
       throw;
     }
   }
 
   Lease hold(Session &session, const LockRequest &request, const std::string &path, const NodeStat &stat) override {
-    confirm_lease(session, path);
+    return hold(session, request, std::vector<std::string>{path}, stat);
+  }
+
+  Lease hold(Session &session, const LockRequest &request, const std::vector<std::string> &paths,
+             const NodeStat &stat) {
+    confirm_lease(session, paths.front());
     // Told at once if the node goes (forced release, expiry): the watch is
     // armed by a request we do not wait for.
-    session.exists(path, true);
+    session.exists(paths.front(), true);
     session.drain_news(); // what happened while we queued is no news for the holder
     std::string token = random_hex(16);
-    m_held[token] = Held{path, session.id()};
+    m_held[token] = Held{paths, session.id()};
     Lease lease;
     lease.name = request.name;
     lease.token = token;

@@ -11,106 +11,68 @@
 //       One acquire with that timeout: "acquired ..." (returned again at
 //       once, exit 0) or "busy" (exit 75, as dlock's busy status).
 //
-// Exit status: 0 done, 64 usage, 69 ZooKeeper unreachable, 70 other failure,
-// 75 busy, 76 the session was lost while the lease was held. Failures print
-// one "CuratorSemaphore: ..." line on stderr.
+// Exit status and failures: see CuratorTool (76: the session was lost while
+// the lease was held).
 
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
-import org.apache.curator.framework.state.ConnectionState;
-import org.apache.curator.retry.RetryNTimes;
-import org.apache.zookeeper.data.Stat;
 
 public final class CuratorSemaphore {
-    private static final int EXIT_USAGE = 64;
-    private static final int EXIT_UNAVAILABLE = 69;
-    private static final int EXIT_INTERNAL = 70;
-    private static final int EXIT_BUSY = 75;
-    private static final int EXIT_LOST = 76;
+    private static final String USAGE = "CONNECT PATH N hold RELEASE_FILE | try TIMEOUT_MS";
 
-    private static volatile boolean held = false;
+    private CuratorSemaphore() {
+    }
 
     public static void main(String[] args) {
+        CuratorTool.named("CuratorSemaphore");
         if (args.length < 5) {
-            usage();
+            CuratorTool.usage(USAGE);
         }
-        String connect = args[0];
         String path = args[1];
-        int leases = 0;
+        int parsed = 0;
         try {
-            leases = Integer.parseInt(args[2]);
+            parsed = Integer.parseInt(args[2]);
         } catch (NumberFormatException e) {
-            usage();
+            CuratorTool.usage(USAGE);
         }
+        int leases = parsed;
         String mode = args[3];
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connect)
-                .sessionTimeoutMs(10000)
-                .connectionTimeoutMs(5000)
-                .retryPolicy(new RetryNTimes(5, 200))
-                .build();
-        // Holding a lease whose session is gone would be a lie: say so and stop.
-        client.getConnectionStateListenable().addListener((c, state) -> {
-            if (held && state == ConnectionState.LOST) {
-                die(EXIT_LOST, "the ZooKeeper session was lost while a lease of " + path + " was held");
-            }
-        });
-        client.start();
-        int status = EXIT_USAGE;
-        try {
-            if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
-                die(EXIT_UNAVAILABLE, "cannot connect to ZooKeeper at " + connect);
-            }
+        CuratorTool.run(args[0], client -> {
             InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, leases);
             switch (mode) {
                 case "hold":
-                    status = hold(client, semaphore, path, Paths.get(args[4]));
-                    break;
+                    return hold(client, semaphore, path, args[4]);
                 case "try":
-                    status = tryOnce(client, semaphore, path, Long.parseLong(args[4]));
-                    break;
+                    return tryOnce(client, semaphore, path, Long.parseLong(args[4]));
                 default:
-                    usage();
+                    CuratorTool.usage(USAGE);
+                    return CuratorTool.EXIT_USAGE;
             }
-        } catch (Exception e) {
-            die(EXIT_INTERNAL, e.toString());
-        }
-        client.close();
-        System.exit(status);
+        });
     }
 
     private static int hold(CuratorFramework client, InterProcessSemaphoreV2 semaphore, String path,
-            Path releaseFile)
-            throws Exception {
+            String releaseFile) throws Exception {
         Lease lease = semaphore.acquire();
-        held = true;
+        CuratorTool.holding("a lease of " + path);
         reportAcquired(client, path, lease);
-        // A test helper may poll: a release 10 ms late costs nothing here.
-        while (!Files.exists(releaseFile)) {
-            Thread.sleep(10);
-        }
-        held = false;
+        CuratorTool.awaitRelease(Paths.get(releaseFile));
+        CuratorTool.holding(null);
         semaphore.returnLease(lease);
-        System.out.println("released");
-        System.out.flush();
+        CuratorTool.say("released");
         return 0;
     }
 
     private static int tryOnce(CuratorFramework client, InterProcessSemaphoreV2 semaphore, String path,
-            long timeoutMs)
-            throws Exception {
+            long timeoutMs) throws Exception {
         Lease lease = semaphore.acquire(timeoutMs, TimeUnit.MILLISECONDS);
         if (lease == null) {
-            System.out.println("busy");
-            System.out.flush();
-            return EXIT_BUSY;
+            CuratorTool.say("busy");
+            return CuratorTool.EXIT_BUSY;
         }
         reportAcquired(client, path, lease);
         semaphore.returnLease(lease);
@@ -123,19 +85,6 @@ public final class CuratorSemaphore {
         if (!node.startsWith("/")) {
             node = path + "/leases/" + node;
         }
-        Stat stat = client.checkExists().forPath(node);
-        System.out.println("acquired node=" + node.substring(node.lastIndexOf('/') + 1)
-                + " czxid=" + (stat == null ? "gone" : Long.toString(stat.getCzxid())));
-        System.out.flush();
-    }
-
-    private static void usage() {
-        die(EXIT_USAGE, "usage: CuratorSemaphore CONNECT PATH N hold RELEASE_FILE | try TIMEOUT_MS");
-    }
-
-    private static void die(int status, String message) {
-        System.err.println("CuratorSemaphore: " + message);
-        System.err.flush();
-        Runtime.getRuntime().halt(status);
+        CuratorTool.say("acquired node=" + CuratorTool.nodeName(node) + " czxid=" + CuratorTool.czxid(client, node));
     }
 }

@@ -17,6 +17,17 @@
 #                            lock path: "${FOREIGN[@]}" /dlock/x try 500
 #   FOREIGN_NAME             "Curator" or "kazoo", for messages
 #   FOREIGN_NODE_RE          the names that recipe gives its lock nodes
+#   interop_start ID WHO WHAT HELD RELEASED COMMAND...
+#                            runs "COMMAND... hold $tmpdir/ID.release" in the
+#                            background (a helper of the tests: CuratorLock,
+#                            CuratorReadWrite, CuratorSemaphore, kazoo_lock.py),
+#                            which waits for WHAT ("the lock", "a lease") and
+#                            holds it; WHO names it in messages, HELD and
+#                            RELEASED are the first words of its lines when it
+#                            holds and when it has let go; sets INTEROP_PID
+#   interop_wait_held ID [S] wait (S seconds, default 10) until ID holds; sets
+#                            INTEROP_NODE, INTEROP_CZXID, INTEROP_HELD_MS
+#   interop_release ID       let ID go; it must say RELEASED and exit 0
 #   foreign_hold ID PATH     the other recipe waits for PATH in the background
 #                            and holds it once it gets it; sets FOREIGN_PID
 #   foreign_wait_held ID [S] wait (S seconds, default 10) until ID holds;
@@ -29,6 +40,7 @@
 #   check_foreign_holds NAME
 #   check_dlock_holds NAME
 #   check_namespace_mapping
+#   check_dlock_readers_hold NAME
 #   check_mixed_contention ROUNDS
 #                            the scenarios both tests share (see each)
 
@@ -72,7 +84,7 @@ _use_curator() {
     fail "missing in /usr/share/java: ${missing[*]} (packages libcurator-recipes-java, libzookeeper-java, libguava-java, libslf4j-java)"
   mkdir -p "$tmpdir/classes"
   # -Xlint:-path: the Debian jars' manifests name optional jars that are absent.
-  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "${classpath%:}" "$k_interop_dir/CuratorLock.java" \
+  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "${classpath%:}" "$k_interop_dir/CuratorTool.java" "$k_interop_dir/CuratorLock.java" \
     2>"$tmpdir/javac.err" || fail "javac CuratorLock.java failed: $(head -5 "$tmpdir/javac.err")"
   FOREIGN=(java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto -XX:-UsePerfData -Xss512k
     -Djava.net.preferIPv4Stack=true -cp "$tmpdir/classes:${classpath%:}" CuratorLock "$ZK_CONNECT")
@@ -86,34 +98,51 @@ _use_kazoo() {
   FOREIGN_NODE_RE='^[0-9a-f]{32}__lock__[0-9]{10}$'
 }
 
-foreign_hold() {
-  local id=$1 path=$2
+interop_start() {
+  local id=$1 who=$2 what=$3 held=$4 released=$5
+  shift 5
   rm -f "$tmpdir/$id.release" "$tmpdir/$id.out" "$tmpdir/$id.err"
-  "${FOREIGN[@]}" "$path" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
-  FOREIGN_PID=$!
-  track "$FOREIGN_PID"
-  eval "_foreign_pid_$id=$FOREIGN_PID"
+  "$@" hold "$tmpdir/$id.release" </dev/null >"$tmpdir/$id.out" 2>"$tmpdir/$id.err" &
+  INTEROP_PID=$!
+  track "$INTEROP_PID"
+  eval "_interop_pid_$id=\$INTEROP_PID"
+  eval "_interop_who_$id=\$who _interop_what_$id=\$what _interop_held_$id=\$held _interop_released_$id=\$released"
+}
+
+interop_wait_held() {
+  local id=$1 limit=${2:-10} line who what held
+  eval "who=\$_interop_who_$id what=\$_interop_what_$id held=\$_interop_held_$id"
+  wait_until -t "$limit" grep -q "^$held " "$tmpdir/$id.out" ||
+    fail "$who ($id) did not get $what within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
+  INTEROP_HELD_MS=$(now_ms)
+  line=$(grep "^$held " "$tmpdir/$id.out")
+  [[ $line =~ node=([^ ]+)\ czxid=([0-9]+) ]] || fail "$who ($id) printed an odd line: $line"
+  INTEROP_NODE=${BASH_REMATCH[1]}
+  INTEROP_CZXID=${BASH_REMATCH[2]}
+}
+
+interop_release() {
+  local id=$1 pid who released
+  eval "pid=\$_interop_pid_$id who=\$_interop_who_$id released=\$_interop_released_$id"
+  touch "$tmpdir/$id.release"
+  wait_exit "$pid" 10
+  [ "$rc" = 0 ] || fail "$who ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
+  grep -qx "$released" "$tmpdir/$id.out" || fail "$who ($id) did not say $released: $(cat "$tmpdir/$id.out")"
+}
+
+foreign_hold() {
+  interop_start "$1" "$FOREIGN_NAME" "the lock" HELD RELEASED "${FOREIGN[@]}" "$2"
+  FOREIGN_PID=$INTEROP_PID
 }
 
 foreign_wait_held() {
-  local id=$1 limit=${2:-10} line
-  wait_until -t "$limit" grep -q '^HELD ' "$tmpdir/$id.out" ||
-    fail "$FOREIGN_NAME ($id) did not get the lock within ${limit}s; stdout: $(cat "$tmpdir/$id.out"); stderr: $(cat "$tmpdir/$id.err")"
-  FOREIGN_HELD_MS=$(now_ms)
-  line=$(grep '^HELD ' "$tmpdir/$id.out")
-  [[ $line =~ node=([^ ]+)\ czxid=([0-9]+) ]] || fail "$FOREIGN_NAME ($id) printed an odd line: $line"
-  FOREIGN_NODE=${BASH_REMATCH[1]}
-  FOREIGN_CZXID=${BASH_REMATCH[2]}
+  interop_wait_held "$@"
+  FOREIGN_HELD_MS=$INTEROP_HELD_MS
+  FOREIGN_NODE=$INTEROP_NODE
+  FOREIGN_CZXID=$INTEROP_CZXID
 }
 
-foreign_release() {
-  local id=$1 pid
-  eval "pid=\$_foreign_pid_$id"
-  touch "$tmpdir/$id.release"
-  wait_exit "$pid" 10
-  [ "$rc" = 0 ] || fail "$FOREIGN_NAME ($id) exited $rc on release; stderr: $(cat "$tmpdir/$id.err")"
-  grep -qx RELEASED "$tmpdir/$id.out" || fail "$FOREIGN_NAME ($id) did not say RELEASED: $(cat "$tmpdir/$id.out")"
-}
+foreign_release() { interop_release "$1"; }
 
 children() {
   "${ZK_LS[@]}" "$1" children 2>"$tmpdir/children.err" ||
@@ -203,8 +232,10 @@ check_foreign_holds() {
   [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
 }
 
-# check_dlock_holds NAME: dlock run holds NAME; its node below /dlock/NAME
-# is named like Curator's and its czxid is the job's DLOCK_FENCE. The other
+# check_dlock_holds NAME: dlock run holds NAME; its two nodes below
+# /dlock/NAME (one transaction) are its -lock- node, named like Curator's,
+# and a __WRIT__ node of the same protected id for Curator's read-write
+# lock; their czxid is the job's DLOCK_FENCE. The other
 # recipe's try is busy (and leaves no node); its blocking acquire is counted
 # as a waiter, waits until dlock's job ends and is then handed the lock by
 # the watch within k_handover_ms; while it holds, dlock is busy again.
@@ -215,19 +246,21 @@ check_dlock_holds() {
   local holder=$HOLDER_PID fence
   fence=$(cat "$tmpdir/dh.fence")
   children "$path" >"$tmpdir/children"
-  [ "$(line_count "$(cat "$tmpdir/children")")" = 1 ] || fail "expected one node below $path, got: $(cat "$tmpdir/children")"
+  [ "$(line_count "$(cat "$tmpdir/children")")" = 2 ] || fail "expected two nodes below $path, got: $(cat "$tmpdir/children")"
   read -r node czxid <"$tmpdir/children"
   [[ $node =~ $ZK_NODE_RE ]] || fail "dlock named its node '$node', expected /$ZK_NODE_RE/"
   [ "$czxid" = "czxid=$fence" ] || fail "the job's DLOCK_FENCE $fence is not the czxid of dlock's node ($czxid)"
+  [ "$(sed -n 2p "$tmpdir/children")" = "${node%-lock-*}-__WRIT__$(printf '%010d' $((10#${node##*-lock-} + 1))) czxid=$fence" ] ||
+    fail "dlock's second node is not the __WRIT__ node of its protected id, next in sequence, made with the first: $(cat "$tmpdir/children")"
 
   capture "${FOREIGN[@]}" "$path" try 300
   if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
     fail "$FOREIGN_NAME's try on $path while dlock held $name: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
   fi
-  [ "$(zk_child_count "$path")" = 1 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+  [ "$(zk_child_count "$path")" = 2 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
 
   foreign_hold fw "$path"
-  wait_until -t 10 _has_children "$path" 2 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fw.err")"
+  wait_until -t 10 _has_children "$path" 3 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fw.err")"
   [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
     fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits, expected 1"
   sleep 0.3
@@ -248,6 +281,60 @@ check_dlock_holds() {
   [ "$rc" = 75 ] || fail "dlock run $name exited $rc while $FOREIGN_NAME held it after the hand-over, expected 75"
   [ ! -e "$tmpdir/ran" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
   foreign_release fw
+  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+}
+
+# check_dlock_readers_hold NAME: two dlock readers (--shared) hold NAME;
+# each has a -lock- node beside its __READ__ node, so the other recipe's
+# exclusive lock (which counts -lock- nodes only) sees them: its try is
+# busy (and leaves no node); its blocking acquire waits, is counted as a
+# waiter, still waits once one reader has gone, and is handed the lock by
+# the watch within k_handover_ms once the last one goes, its czxid above
+# both readers' fences; while it holds, a dlock reader is busy.
+check_dlock_readers_hold() {
+  local name=$1 path=/dlock/$1 released first second
+
+  start_holder r1 "$name" --shared
+  local reader1=$HOLDER_PID
+  first=$(cat "$tmpdir/r1.fence")
+  start_holder r2 "$name" --shared
+  local reader2=$HOLDER_PID
+  second=$(cat "$tmpdir/r2.fence")
+  [ "$(zk_child_count "$path")" = 4 ] || fail "two dlock readers do not have two nodes each below $path: $(children "$path")"
+
+  capture "${FOREIGN[@]}" "$path" try 300
+  if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
+    fail "$FOREIGN_NAME's try on $path while dlock's readers held $name: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
+  fi
+  [ "$(zk_child_count "$path")" = 4 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+
+  foreign_hold fr "$path"
+  wait_until -t 10 _has_children "$path" 5 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fr.err")"
+  [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
+    fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits behind the readers, expected 1"
+  release_holder r1
+  wait_exit "$reader1"
+  [ "$rc" = 0 ] || fail "the first dlock reader exited $rc; stderr: $(cat "$tmpdir/r1.err")"
+  sleep 0.3
+  ! grep -q '^HELD' "$tmpdir/fr.out" || fail "$FOREIGN_NAME got $path while a dlock reader still held it"
+  is_alive "$FOREIGN_PID" || fail "$FOREIGN_NAME's blocking acquire ended early; stderr: $(cat "$tmpdir/fr.err")"
+
+  released=$(now_ms)
+  release_holder r2
+  wait_exit "$reader2"
+  [ "$rc" = 0 ] || fail "the second dlock reader exited $rc; stderr: $(cat "$tmpdir/r2.err")"
+  foreign_wait_held fr 10
+  echo "$FOREIGN_NAME got $path $((FOREIGN_HELD_MS - released)) ms after dlock's last reader was told to end (upper bound)"
+  [ $((FOREIGN_HELD_MS - released)) -lt "$k_handover_ms" ] ||
+    fail "$FOREIGN_NAME got $path only $((FOREIGN_HELD_MS - released)) ms after dlock's last reader ended"
+  if [ "$second" -le "$first" ] || [ "$FOREIGN_CZXID" -le "$second" ]; then
+    fail "fences do not rise: readers $first, $second, then $FOREIGN_NAME's czxid $FOREIGN_CZXID"
+  fi
+
+  capture "${DL[@]}" run --shared "$name" -- touch "$tmpdir/ran"
+  [ "$rc" = 75 ] || fail "dlock run --shared $name exited $rc while $FOREIGN_NAME held it, expected 75"
+  [ ! -e "$tmpdir/ran" ] || fail "a dlock reader ran its command while $FOREIGN_NAME held $path"
+  foreign_release fr
   [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
 }
 
