@@ -46,7 +46,8 @@ ETCD = "dlock-etcd"
 # under the backend's contender key plus the mode's suffix.
 MODE_FLAGS = {"-shared": ("--shared",), "-limit3": ("--limit", "3")}
 MODE_ROWS = {"-shared": "run --shared x -- true", "-limit3": "run --limit 3 x -- true"}
-OFFERED_MODES = {FILE: ("-shared", "-limit3"), REDIS: ("-shared", "-limit3"), ZK: ("-shared", "-limit3"),
+OFFERED_MODES = {FILE: ("-shared", "-limit3"), REDIS: ("-shared", "-limit3"), REDLOCK: ("-shared",),
+                 ZK: ("-shared", "-limit3"),
                  PG: ("-shared", "-limit3"), ETCD: ("-shared", "-limit3")}
 FILE_SHARED = FILE + "-shared"
 FILE_LIMIT = FILE + "-limit3"
@@ -254,6 +255,7 @@ def redlock_table(m, nodes):
         d, o = pick(data[REDLOCK]), pick(data[who])
         t.rows.append([metric, ms(d), other, ms(o), *t.ratio(f"{metric} (redlock) vs {other}", d, o, budget)])
     t.rows.append(["peak RSS", mib(m["rss"][REDLOCK]), single, mib(m["rss"][REDIS]), "-", "-", "-"])
+    add_mode_rows(t, m, REDLOCK, "redlock")
     return t
 
 
