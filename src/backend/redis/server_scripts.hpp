@@ -184,7 +184,7 @@ end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  if me then q_leave(me) end
+  if me then q_drop(me) end
   return {1, redis.call('HGET', KEYS[2], 'fence') or '0'}
 end
 if not q_admits('x', me) then
