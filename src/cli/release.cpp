@@ -28,6 +28,7 @@ int force_release(const std::string &name, const Settings &settings) {
     return to_int(ExitCode::not_held);
   }
   std::string holder = "an unknown holder";
+  std::string fence = broken->fence ? fmt::format(", fence {}", *broken->fence) : "";
   if (broken->holder) {
     const HolderInfo &h = *broken->holder;
     holder = fmt::format("pid {} on {}{}{}", h.pid, h.host, h.user.empty() ? "" : " as " + h.user,
@@ -35,9 +36,14 @@ int force_release(const std::string &name, const Settings &settings) {
     if (h.since.time_since_epoch().count()) holder += fmt::format(" since {}", format_utc(h.since));
   } else if (std::string many = runner::holders_summary(*broken); !many.empty()) {
     holder = many;
+    // The name's fence is the last one it gave, perhaps not to the first
+    // holder named: the highest of theirs says which fences were broken.
+    std::optional<std::uint64_t> highest;
+    for (const auto &h : broken->holders)
+      if (h.fence && (!highest || *h.fence > *highest)) highest = h.fence;
+    if (highest) fence = fmt::format(", the highest fence {}", *highest);
   }
-  std::cout << fmt::format("broke lock '{}' held by {}{}\n", name, holder,
-                           broken->fence ? fmt::format(", fence {}", *broken->fence) : "");
+  std::cout << fmt::format("broke lock '{}' held by {}{}\n", name, holder, fence);
   return 0;
 }
 
