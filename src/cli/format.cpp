@@ -1,6 +1,7 @@
 #include "cli/format.hpp"
 
 #include "core/error.hpp"
+#include "runner/runner.hpp"
 
 #include <fmt/format.h>
 
@@ -128,12 +129,8 @@ std::string list_table(const std::vector<backend::LockStatus> &locks) {
       fmt::format("{:<{}}  {:<28}  {:<10}  {:<9}  {}\n", "NAME", width, "HOLDER", "SINCE", "LEASE", "FENCE");
   for (const auto &lock : locks) {
     std::string holder = "?", since = "-";
-    if (!lock.holders.empty() && !lock.holder) {
-      std::size_t n = lock.holders.size();
-      if (lock.mode == backend::HoldMode::shared)
-        holder = fmt::format("{} {}", n, n == 1 ? "reader" : "readers");
-      else
-        holder = lock.limit ? fmt::format("{} of {} slots", n, *lock.limit) : fmt::format("{} holders", n);
+    if (std::string many = runner::holders_summary(lock, false); !many.empty()) {
+      holder = many;
       auto first = std::min_element(lock.holders.begin(), lock.holders.end(),
                                     [](const auto &a, const auto &b) { return a.info.since < b.info.since; });
       if (first->info.since.time_since_epoch().count()) since = age(first->info.since);

@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/name.hpp"
 #include "runner/keeper.hpp"
+#include "runner/runner.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -27,23 +28,22 @@ int force_release(const std::string &name, const Settings &settings) {
     return to_int(ExitCode::not_held);
   }
   std::string holder = "an unknown holder";
+  std::string fence = broken->fence ? fmt::format(", fence {}", *broken->fence) : "";
   if (broken->holder) {
     const HolderInfo &h = *broken->holder;
     holder = fmt::format("pid {} on {}{}{}", h.pid, h.host, h.user.empty() ? "" : " as " + h.user,
                          h.command.empty() ? "" : fmt::format(" ('{}')", h.command));
     if (h.since.time_since_epoch().count()) holder += fmt::format(" since {}", format_utc(h.since));
-  } else if (!broken->holders.empty()) {
-    // A shared lock's readers or a semaphore's holders: all of them.
-    std::size_t n = broken->holders.size();
-    const HolderInfo &h = broken->holders.front().info;
-    holder = broken->mode == backend::HoldMode::shared
-                 ? fmt::format("{} reader{}", n, n == 1 ? "" : "s")
-                 : fmt::format("{} holder{} of a semaphore{}", n, n == 1 ? "" : "s",
-                               broken->limit ? fmt::format(" of {}", *broken->limit) : "");
-    holder += fmt::format(" (the first pid {} on {})", h.pid, h.host);
+  } else if (std::string many = runner::holders_summary(*broken); !many.empty()) {
+    holder = many;
+    // The name's fence is the last one it gave, perhaps not to the first
+    // holder named: the highest of theirs says which fences were broken.
+    std::optional<std::uint64_t> highest;
+    for (const auto &h : broken->holders)
+      if (h.fence && (!highest || *h.fence > *highest)) highest = h.fence;
+    if (highest) fence = fmt::format(", the highest fence {}", *highest);
   }
-  std::cout << fmt::format("broke lock '{}' held by {}{}\n", name, holder,
-                           broken->fence ? fmt::format(", fence {}", *broken->fence) : "");
+  std::cout << fmt::format("broke lock '{}' held by {}{}\n", name, holder, fence);
   return 0;
 }
 

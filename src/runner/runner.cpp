@@ -322,16 +322,26 @@ private:
 
 } // namespace
 
+std::string holders_summary(const backend::LockStatus &status, bool with_first) {
+  if (status.holder || status.holders.empty()) return {};
+  std::size_t n = status.holders.size();
+  std::string text = status.mode == backend::HoldMode::shared ? fmt::format("{} reader{}", n, n == 1 ? "" : "s")
+                                                              : fmt::format("{} holder{}", n, n == 1 ? "" : "s");
+  if (status.mode != backend::HoldMode::shared && status.limit)
+    text += fmt::format(" of {} slot{}", *status.limit, *status.limit == 1 ? "" : "s");
+  if (!with_first) return text;
+  // An undated holder (since 0) is no earlier than a dated one.
+  auto first = std::min_element(status.holders.begin(), status.holders.end(), [](const auto &a, const auto &b) {
+    bool a_dated = a.info.since.time_since_epoch().count() != 0, b_dated = b.info.since.time_since_epoch().count() != 0;
+    return a_dated && (!b_dated || a.info.since < b.info.since);
+  });
+  return text + fmt::format(", the first pid {} on {}", first->info.pid, first->info.host);
+}
+
 std::string describe_holder(backend::Backend &backend, const std::string &name) {
   try {
     backend::LockStatus status = backend.status(name);
-    if (!status.holder && !status.holders.empty()) {
-      std::size_t n = status.holders.size();
-      const auto &h = status.holders.front().info;
-      if (status.mode == backend::HoldMode::shared)
-        return fmt::format(" (held by {} {}, the first pid {} on {})", n, n == 1 ? "reader" : "readers", h.pid, h.host);
-      return fmt::format(" (all {} slots taken, the first by pid {} on {})", status.limit.value_or(n), h.pid, h.host);
-    }
+    if (std::string many = holders_summary(status); !many.empty()) return fmt::format(" (held by {})", many);
     if (!status.holder) return {};
     const auto &h = *status.holder;
     std::string text = fmt::format(" (held by pid {} on {}", h.pid, h.host);

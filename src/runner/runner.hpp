@@ -43,7 +43,16 @@ public:
 // 128+N, conflict, lost or 124).
 int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer = nullptr);
 
-// " (held by pid 42 on web1 as ops, 'backup.sh')" or "" when unknown.
+// How a name held by several holders at once (the readers of --shared,
+// the slots of --limit N) is summed up wherever dlock names its holders
+// (a busy run, list, release --force): "3 readers", "2 holders of 3 slots"
+// ("2 holders" where the backend does not store N), then, `with_first`,
+// ", the first pid 42 on web1": the longest-standing one where the backend
+// dates them. "" when the name has one holder or none.
+std::string holders_summary(const backend::LockStatus &status, bool with_first = true);
+
+// " (held by pid 42 on web1 as ops, 'backup.sh')", " (held by 3 readers,
+// the first pid 42 on web1)" or "" when unknown.
 std::string describe_holder(backend::Backend &backend, const std::string &name);
 
 // "lock 'x' is busy (held by ...); gave up after 5s": `holder` comes from

@@ -6,6 +6,7 @@
 #include "core/signals.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <future>
 #include <set>
 #include <string_view>
@@ -253,4 +254,35 @@ TEST_CASE("a waiting writer keeps new readers out, where the backend prefers wri
   AcquireResult writer = waiting.get();
   REQUIRE(writer.outcome == AcquireOutcome::acquired);
   CHECK(w->release(*writer.lease) == ReleaseOutcome::released);
+}
+
+// The file backend watches each lock file it holds (inotify, event_fd());
+// a take refused after the watch was made leaves none behind, and takes
+// none away from a lease of the same client on the same file.
+TEST_CASE("file: a refused reader or semaphore holder leaves no watch behind and takes none away") {
+  if (config().url.scheme != "file") return;
+  auto watches = [](Backend &backend) {
+    std::ifstream info("/proc/self/fdinfo/" + std::to_string(backend.event_fd()));
+    int count = 0;
+    for (std::string line; std::getline(info, line);)
+      count += line.rfind("inotify wd:", 0) == 0;
+    return count;
+  };
+  auto readers = unique("watch-readers"), slots = unique("watch-slots");
+  auto a = client(), b = client();
+  Lease reader = must_acquire(*a, shared_request(readers));
+  Lease slot = must_acquire(*a, semaphore_request(slots, 2));
+  Lease mine = must_acquire(*b, request_for(unique("watch-mine")));
+  REQUIRE(watches(*b) == 1);
+  CHECK(refusal_of(*b, semaphore_request(readers, 2)) == 78);
+  CHECK(refusal_of(*b, shared_request(slots)) == 78);
+  CHECK(watches(*b) == 1);
+  // inotify's one watch per file is shared with the reader a holds there:
+  // a's own refused take keeps it.
+  REQUIRE(watches(*a) == 2);
+  CHECK(refusal_of(*a, semaphore_request(readers, 2)) == 78);
+  CHECK(watches(*a) == 2);
+  CHECK(b->release(mine) == ReleaseOutcome::released);
+  CHECK(a->release(reader) == ReleaseOutcome::released);
+  CHECK(a->release(slot) == ReleaseOutcome::released);
 }

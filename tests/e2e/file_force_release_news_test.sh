@@ -7,6 +7,8 @@
 #   - a `dlock run` job is stopped within 100 ms, dlock exits 76 with one
 #     line naming the cause;
 #   - the keeper of `dlock acquire` is gone within 100 ms;
+#   - so are every reader of --shared and every slot of --limit N, and
+#     release --force says how many it broke, the first and their fence;
 #   - a lock file removed by hand stops its holder the same way;
 #   - the news is quiet while nothing happens: a held lock stays held and
 #     its job runs (renewals write the record; others read it).
@@ -42,6 +44,27 @@ echo "keeper gone ${gone} ms after release --force"
 [ "$gone" -lt 100 ] || fail "the keeper was gone only ${gone} ms after release --force, not within 100 ms"
 capture "${DL[@]}" renew kept "$token"
 [ "$rc" = 3 ] || fail "renew with the broken lock's token exited $rc, expected 3"
+
+# A name with several holders (the readers of --shared, the slots of
+# --limit N): release --force breaks them all and says how many, the
+# longest-standing one and the highest fence it broke.
+for mode in shared limit; do
+  opts=(--shared) what="2 readers"
+  [ $mode = limit ] && opts=(--limit 3) what="2 holders of 3 slots"
+  start_holder "$mode.1" "$mode" "${opts[@]}" --ttl 1h
+  first=$HOLDER_PID
+  start_holder "$mode.2" "$mode" "${opts[@]}" --ttl 1h
+  doc=$("${DL[@]}" status "$mode" --json)
+  host=$(json 'd["holders"][0]["host"]' <<<"$doc")
+  highest=$(json 'max(h["fence"] for h in d["holders"])' <<<"$doc")
+  capture "${DL[@]}" release "$mode" --force
+  [ "$rc" = 0 ] || fail "release --force of a name with $what exited $rc; stderr: $err"
+  expected="broke lock '$mode' held by $what, the first pid $first on $host, the highest fence $highest"
+  [ "$out" = "$expected" ] || fail "release --force of a name with $what printed '$out', expected '$expected'"
+  wait_until -t 5 is_gone "$first" || fail "the first of $what was still running 5 s after release --force"
+  wait_until -t 5 is_gone "$HOLDER_PID" || fail "the second of $what was still running 5 s after release --force"
+  is_free "$mode" || fail "$mode is still held after release --force"
+done
 
 # A lock file removed by hand: the same.
 start_job removed --ttl 1h

@@ -3,6 +3,7 @@
 #include "backend/file/proc_locks.hpp"
 #include "backend/file/record.hpp"
 #include "backend/postgres/pg_backend.hpp"
+#include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
 #include "backend/zookeeper/four_letter.hpp"
 #include "backend/zookeeper/paths.hpp"
@@ -109,4 +110,29 @@ TEST_CASE("a Redis array header with a huge element count is a protocol error, n
   REQUIRE(parsed);
   CHECK(parsed->elements.size() == 2);
   CHECK(parsed->elements[1].integer == 7);
+}
+
+TEST_CASE("a Redis holder's since beyond what the system clock holds is unknown, not an overflow") {
+  // Found by tests/fuzz/redis_status: "since" 9692712313647 (the year 2277)
+  // overflowed the clock's nanoseconds.
+  using dlock::backend::redis::Reply;
+  auto fields = [](const std::string &since) {
+    Reply reply;
+    reply.type = Reply::Type::array;
+    for (const char *text : {"pid", "42", "since"}) {
+      Reply element;
+      element.type = Reply::Type::string;
+      element.str = text;
+      reply.elements.push_back(element);
+    }
+    Reply value;
+    value.type = Reply::Type::string;
+    value.str = since;
+    reply.elements.push_back(value);
+    return reply;
+  };
+  CHECK(backend::redis::holder_from(fields("9692712313647")).since.time_since_epoch().count() == 0);
+  CHECK(backend::redis::holder_from(fields("-9692712313647")).since.time_since_epoch().count() == 0);
+  CHECK(to_unix_ms(backend::redis::holder_from(fields("1796292313647")).since) == 1796292313647);
+  CHECK(backend::redis::holder_from(fields("1796292313647")).pid == 42);
 }

@@ -372,3 +372,33 @@ TEST_CASE("a guard told that the job's process group is empty never kills that g
   kill(job, SIGKILL);
   wait_for(job);
 }
+
+TEST_CASE("many holders are summed up as readers or slots, the longest-standing first") {
+  auto holder = [](int pid, std::string host, std::int64_t since_s) {
+    HolderInfo info;
+    info.pid = pid;
+    info.host = std::move(host);
+    info.since = std::chrono::system_clock::time_point(std::chrono::seconds(since_s));
+    return backend::HolderStatus{info, std::nullopt, std::nullopt, std::nullopt};
+  };
+  backend::LockStatus readers;
+  readers.mode = backend::HoldMode::shared;
+  readers.holders = {holder(7, "b", 0), holder(8, "c", 200), holder(9, "d", 100)};
+  CHECK(runner::holders_summary(readers) == "3 readers, the first pid 9 on d");
+  CHECK(runner::holders_summary(readers, false) == "3 readers");
+  readers.holders.resize(1);
+  CHECK(runner::holders_summary(readers) == "1 reader, the first pid 7 on b");
+
+  backend::LockStatus slots;
+  slots.mode = backend::HoldMode::semaphore;
+  slots.limit = 3;
+  slots.holders = {holder(4, "a", 0), holder(5, "b", 0)};
+  CHECK(runner::holders_summary(slots) == "2 holders of 3 slots, the first pid 4 on a");
+  slots.limit.reset();
+  CHECK(runner::holders_summary(slots, false) == "2 holders");
+
+  backend::LockStatus one;
+  one.holder = holder(1, "a", 0).info;
+  CHECK(runner::holders_summary(one).empty());
+  CHECK(runner::holders_summary(backend::LockStatus{}).empty());
+}

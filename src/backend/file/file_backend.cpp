@@ -95,7 +95,6 @@ public:
     // open. Unlocking ends it for every copy of this open file at once.
     if (held->second.slot_fd) flock(held->second.slot_fd.get(), LOCK_UN);
     flock(held->second.fd.get(), LOCK_UN);
-    m_news.unwatch(held->second.watch);
     m_held.erase(held);
     return ours ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
   }
@@ -138,11 +137,7 @@ public:
     // instead of waiting for the broken holders' slots.
     for (unsigned slot = 0; slot < before.limit.value_or(0); ++slot)
       unlinkat(m_dir.fd(), slot_file(file, slot).c_str(), 0);
-    std::erase_if(m_held, [&](auto &entry) {
-      if (entry.second.file != file) return false;
-      m_news.unwatch(entry.second.watch);
-      return true;
-    });
+    std::erase_if(m_held, [&](const auto &entry) { return entry.second.file == file; });
     return before;
   }
 
@@ -262,7 +257,7 @@ private:
     struct stat identity {};
     LockRecord record;
     std::size_t file_size = 0; // bytes in the file as we last wrote or read it
-    int watch = -1;            // m_news's watch of it, -1 if none
+    FileWatch watch;           // m_news's watch of it
     bool shared = false;       // LOCK_SH: one of the readers in record.readers
     UniqueFd slot_fd;          // a semaphore's: the slot file, LOCK_EX
     std::optional<unsigned> slot;
@@ -384,7 +379,7 @@ private:
           if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
         }
       }
-      Held held{std::move(fd), file, {}, {}, 0, -1, shared, {}, std::nullopt};
+      Held held{std::move(fd), file, {}, {}, 0, {}, shared, {}, std::nullopt};
       if (fstat(held.fd.get(), &held.identity) != 0)
         throw file_error(fmt::format("cannot inspect lock file {}", path_of(file)), errno);
       // Watched before the check below, so that a replacement right after
@@ -393,15 +388,13 @@ private:
       // A file removed, renamed or replaced between our open and our lock
       // (force release, or its owner) is no lock at all: whoever opens the
       // name now gets another file. Start over on the current one.
-      if (!still_ours(held)) {
-        m_news.unwatch(held.watch);
-        continue;
-      }
+      if (!still_ours(held)) continue;
       if (request.mode == HoldMode::semaphore) return take_slot(request, std::move(held), wait, deadline, interrupt);
+      if (!shared) return {AcquireOutcome::acquired, record_holder(request, std::move(held), sent_at), 0};
+      RecordLock serial(held.fd.get(), path_of(held.file));
+      LockRecord record = live_record(request, held);
       return {AcquireOutcome::acquired,
-              shared ? record_reader(request, std::move(held), std::nullopt, sent_at)
-                     : record_holder(request, std::move(held), sent_at),
-              0};
+              record_reader(request, std::move(held), std::move(record), std::nullopt, sent_at), 0};
     }
   }
 
@@ -415,48 +408,63 @@ private:
   // LOCK_EX: each tried without blocking from a random start, then a
   // blocking wait on one at random that a release of that slot ends at
   // once, rescanning all of them every 250-500 ms for slots freed
-  // elsewhere.
+  // elsewhere. The record (and /proc/locks) is read once when a slot is
+  // free at once: the refusal of another kind of holder and the record of
+  // the slot come from the same reading. After a wait it is read again, as
+  // another kind of holder may have come meanwhile; rescans read nothing.
   AcquireResult take_slot(const LockRequest &request, Held held, bool wait,
                           std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt) {
-    auto give_up = [&](AcquireResult result) {
-      m_news.unwatch(held.watch);
-      return result;
-    };
+    const unsigned n = request.limit;
     {
       RecordLock serial(held.fd.get(), path_of(held.file));
-      LockRecord record = checked_record(held.fd.get(), held.file, &held.file_size);
-      prune_readers(record, held.identity);
-      refuse_mixed(request, record, held.file);
+      LockRecord record = live_record(request, held);
+      if (auto free = free_slot(held.file, n))
+        return {AcquireOutcome::acquired,
+                record_slot(request, std::move(held), std::move(record), std::move(free->first), free->second), 0};
     }
-    const unsigned n = request.limit;
-    unsigned start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
+    if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
     for (;;) {
-      for (unsigned i = 0; i < n; ++i) {
-        unsigned slot = (start + i) % n;
-        UniqueFd fd = open_lock_file(slot_file(held.file, slot));
-        if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0)
-          return {AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(fd), slot), 0};
-        if (errno != EWOULDBLOCK)
-          throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, slot))), errno);
-      }
-      if (!wait) return give_up({AcquireOutcome::busy, std::nullopt, 0});
-      start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
+      unsigned slot = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
       auto rescan_at = SteadyClock::now() + Millis(250 + std::stoul(random_hex(1), nullptr, 16));
-      UniqueFd fd = open_lock_file(slot_file(held.file, start));
+      UniqueFd fd = open_lock_file(slot_file(held.file, slot));
       BlockingWait blocking(deadline ? std::min(*deadline, rescan_at) : rescan_at);
-      if (int signo = interrupt ? interrupt->requested() : 0)
-        return give_up({AcquireOutcome::interrupted, std::nullopt, signo});
-      if (deadline && SteadyClock::now() >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
+      if (int signo = interrupt ? interrupt->requested() : 0) return {AcquireOutcome::interrupted, std::nullopt, signo};
+      if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      std::optional<std::pair<UniqueFd, unsigned>> taken;
       if (flock(fd.get(), LOCK_EX) == 0)
-        return {AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(fd), start), 0};
-      if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, start))), errno);
+        taken.emplace(std::move(fd), slot);
+      else if (errno != EINTR)
+        throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, slot))), errno);
+      else
+        taken = free_slot(held.file, n);
+      if (taken) {
+        RecordLock serial(held.fd.get(), path_of(held.file));
+        LockRecord record = live_record(request, held);
+        return {AcquireOutcome::acquired,
+                record_slot(request, std::move(held), std::move(record), std::move(taken->first), taken->second), 0};
+      }
     }
   }
 
-  Lease record_slot(const LockRequest &request, Held held, UniqueFd slot_fd, unsigned slot) {
+  // A slot file of `file` that LOCK_EX | LOCK_NB takes, with its number:
+  // all n tried from a random one.
+  std::optional<std::pair<UniqueFd, unsigned>> free_slot(const std::string &file, unsigned n) const {
+    unsigned start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned slot = (start + i) % n;
+      UniqueFd fd = open_lock_file(slot_file(file, slot));
+      if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return std::pair{std::move(fd), slot};
+      if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}", path_of(slot_file(file, slot))), errno);
+    }
+    return std::nullopt;
+  }
+
+  // `held` stays the caller's until the lease is made, so that a failure
+  // leaves it, and its watch, to be dropped after the record lock.
+  Lease record_slot(const LockRequest &request, Held &&held, LockRecord record, UniqueFd slot_fd, unsigned slot) {
     held.slot_fd = std::move(slot_fd);
     held.slot = slot;
-    Lease lease = record_reader(request, std::move(held), slot, SteadyClock::now());
+    Lease lease = record_reader(request, std::move(held), std::move(record), slot, SteadyClock::now());
     lease.limit = request.limit;
     lease.slot = slot;
     return lease;
@@ -505,15 +513,20 @@ private:
     return lease;
   }
 
-  // A reader joins the record's readers, with a fence of its own, under
-  // the record lock; readers the kernel no longer names (killed ones) are
-  // dropped on the way.
-  Lease record_reader(const LockRequest &request, Held held, std::optional<unsigned> slot,
-                      SteadyClock::time_point sent_at) {
-    RecordLock serial(held.fd.get(), path_of(held.file));
+  // The record of the lock file `held`, read under its record lock (the
+  // caller's): readers the kernel no longer names (killed ones) dropped, a
+  // request of another kind than the live holders' refused.
+  LockRecord live_record(const LockRequest &request, Held &held) const {
     LockRecord record = checked_record(held.fd.get(), held.file, &held.file_size);
     prune_readers(record, held.identity);
     refuse_mixed(request, record, held.file);
+    return record;
+  }
+
+  // A reader joins `record` (from live_record(), its record lock still
+  // held) with a fence of its own.
+  Lease record_reader(const LockRequest &request, Held &&held, LockRecord record, std::optional<unsigned> slot,
+                      SteadyClock::time_point sent_at) {
     bool must_sync = false;
     std::uint64_t fence = next_fence(record, held.file, must_sync);
     if (record.readers.size() >= max_recorded_readers) record.readers.erase(record.readers.begin());
@@ -560,8 +573,8 @@ private:
   }
 
   LockDir m_dir;
+  FileNews m_news;                    // event_fd(); outlives the watches of m_held
   std::map<std::string, Held> m_held; // by release token
-  FileNews m_news;                    // event_fd()
 };
 
 } // namespace

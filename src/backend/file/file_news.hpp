@@ -2,7 +2,9 @@
 
 #include "core/unique_fd.hpp"
 
+#include <map>
 #include <string>
+#include <utility>
 
 // News of held lock files, for the file backend's event_fd(): readable
 // when a held file loses its name (release --force renames a fresh file
@@ -17,10 +19,34 @@
 // before and a forced release is noticed at the next renewal.
 namespace dlock::backend::file {
 
+class FileNews;
+
+// One watch of a held file, removed when it goes: a take that gives up,
+// is refused or fails leaves none behind to wake event_fd() for a file
+// nobody here holds.
+class FileWatch {
+public:
+  FileWatch() = default;
+  FileWatch(FileNews &news, int watch) : m_news(&news), m_watch(watch) {}
+  FileWatch(FileWatch &&other) noexcept
+      : m_news(std::exchange(other.m_news, nullptr)), m_watch(std::exchange(other.m_watch, -1)) {}
+  FileWatch &operator=(FileWatch &&other) noexcept;
+  FileWatch(const FileWatch &) = delete;
+  FileWatch &operator=(const FileWatch &) = delete;
+  ~FileWatch() { reset(); }
+  void reset();
+
+private:
+  FileNews *m_news = nullptr;
+  int m_watch = -1;
+};
+
 class FileNews {
 public:
-  // The watch of the lock file open at `file_fd`, or -1 (said at -v).
-  int watch(int file_fd, const std::string &path);
+  // The watch of the lock file open at `file_fd`; none (said at -v)
+  // without inotify. It must not outlive this.
+  FileWatch watch(int file_fd, const std::string &path);
+  // Removes a watch (FileWatch does) and reads the events pending.
   void unwatch(int watch);
   // Reads every pending event: the renewal that follows checks the file.
   void drain();
@@ -28,6 +54,9 @@ public:
 
 private:
   UniqueFd m_inotify;
+  // inotify gives the same watch for every descriptor of one file: it is
+  // removed with its last user.
+  std::map<int, int> m_users;
 };
 
 } // namespace dlock::backend::file

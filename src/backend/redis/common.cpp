@@ -150,7 +150,11 @@ HolderInfo holder_from(const Reply &fields) {
   holder.pid = to_integer(values["pid"]).value_or(0);
   holder.user = values["user"];
   holder.command = values["command"];
-  if (auto since = to_integer(values["since"]))
+  // Beyond about 292 years from 1970 the system clock's nanoseconds
+  // overflow: such a time is unknown (0), not undefined behaviour.
+  constexpr long long max_since_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::duration::max()).count();
+  if (auto since = to_integer(values["since"]); since && *since >= -max_since_ms && *since <= max_since_ms)
     holder.since = std::chrono::system_clock::time_point(std::chrono::milliseconds(*since));
   return holder;
 }
