@@ -2,6 +2,7 @@
 """A fenced register for the chaos suite (python3 standard library only).
 
     register.py [--port N] [--port-file FILE] [--report FILE]
+                [--mode exclusive|sem|rw] [--limit N]
 
 Listens on 127.0.0.1:PORT (0, the default, picks a free port; the port is
 printed on stdout and written to --port-file). One request per line, one
@@ -16,6 +17,19 @@ still answered, and counted as a stale read): a holder that read with fence
 F turns away every later write with a fence < F, so an old holder cannot
 slip a write in between a newer holder's READ and WRITE (which would lose
 an increment although every write carried a fence).
+
+With --mode sem (a --limit N semaphore's sections) or --mode rw (a shared
+lock's readers and writers) the requests are (see ModeRegister):
+
+    ENTER <role> <fence> <slot> <section-id>          -> the current value
+    LEAVE <role> <fence> <slot> <section-id> <value>  -> OK or STALE
+
+role: sem, r (reader) or w (writer); slot: DLOCK_SLOT, or - if unset;
+value: the writer's value + 1, - for the others. The report then has
+overlaps (sem: sections that began while N others ran; rw: overlapping
+pairs with a writer in them), reader_overlaps, max_concurrent, fence_order,
+slots and without_slot besides the counters below.
+
     STATS                                -> one line of JSON: counters so far
     DUMP                                 -> writes the report, replies OK FILE
     anything else                        -> ERR ...
