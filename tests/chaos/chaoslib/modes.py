@@ -68,7 +68,8 @@ def row(cell, mode, rep, failed, codes, unexpected, allowed, notes):
         r["info"] = "max %s of %d, slots %s" % (r["max_concurrent"], SEM_LIMIT,
                                                   ",".join(map(str, r["slots"])) or "-")
     else:
-        r["info"] = "%d reader ovl" % r["reader_overlaps"]
+        r["info"] = "r %d w %d, %d reader ovl" % (r["roles"].get("r", 0), r["roles"].get("w", 0),
+                                                 r["reader_overlaps"])
     r["failures"] = acceptance(r, cell.backend)
     return r
 
@@ -99,7 +100,10 @@ def acceptance(r, backend):
             f.append("DLOCK_SLOT set (slots %s) where the harness expects none: update SLOTTED" % r["slots"])
         if r["slots"] and max(r["slots"]) >= SEM_LIMIT:
             f.append("DLOCK_SLOT %d is not below the limit %d" % (max(r["slots"]), SEM_LIMIT))
-    if r["mode"] == "rw":
+    if r["mode"] == "rw" and r["scenario"] == "none":
+        # in the fault-free cell only: with two writers looping, a backend
+        # that lets a waiting writer go first (Redis) can keep readers out
+        # of a short fault cell
         for role in ("r", "w"):
             if not r["roles"].get(role):
                 f.append("no %s section ran" % ("reader" if role == "r" else "writer"))
