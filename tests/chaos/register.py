@@ -2,6 +2,7 @@
 """A fenced register for the chaos suite (python3 standard library only).
 
     register.py [--port N] [--port-file FILE] [--report FILE]
+                [--mode exclusive|sem|rw] [--limit N]
 
 Listens on 127.0.0.1:PORT (0, the default, picks a free port; the port is
 printed on stdout and written to --port-file). One request per line, one
@@ -16,6 +17,19 @@ still answered, and counted as a stale read): a holder that read with fence
 F turns away every later write with a fence < F, so an old holder cannot
 slip a write in between a newer holder's READ and WRITE (which would lose
 an increment although every write carried a fence).
+
+With --mode sem (a --limit N semaphore's sections) or --mode rw (a shared
+lock's readers and writers) the requests are (see ModeRegister):
+
+    ENTER <role> <fence> <slot> <section-id>          -> the current value
+    LEAVE <role> <fence> <slot> <section-id> <value>  -> OK or STALE
+
+role: sem, r (reader) or w (writer); slot: DLOCK_SLOT, or - if unset;
+value: the writer's value + 1, - for the others. The report then has
+overlaps (sem: sections that began while N others ran; rw: overlapping
+pairs with a writer in them), reader_overlaps, max_concurrent, fence_order,
+slots and without_slot besides the counters below.
+
     STATS                                -> one line of JSON: counters so far
     DUMP                                 -> writes the report, replies OK FILE
     anything else                        -> ERR ...
@@ -189,14 +203,229 @@ class Register:
         return rep
 
 
+class ModeRegister:
+    """The register of a semaphore (--mode sem --limit N) or of a shared
+    lock (--mode rw). A section is [ENTER, LEAVE] (or [ENTER, close]).
+
+    sem: per slot (DLOCK_SLOT) fenced as the exclusive register is: an ENTER
+    or accepted LEAVE raises the slot's highest fence, a LEAVE with a lower
+    fence is STALE, one accepted although another section of the slot had
+    written with a fence >= its own counts as a stale write accepted. Without
+    a slot nothing is turned away; a fence that another section used too is
+    counted under stale_writes_accepted, a client's fence not above its
+    previous one under fence_order. The report counts the sections that
+    began while N or more others ran (over_limit).
+
+    rw: a writer's LEAVE carries value+1 and is STALE when an ENTER or an
+    accepted LEAVE of any section had a greater fence; a reader's LEAVE is
+    STALE when a writer had a greater fence. An accepted LEAVE whose fence
+    is not above every other section's accepted one before it (a writer) or
+    is below a writer's accepted one (a reader) counts as a stale write
+    accepted. The report counts writer overlaps (pairs with a writer) apart
+    from reader overlaps (allowed)."""
+
+    def __init__(self, mode, limit):
+        self.mode, self.limit = mode, limit
+        self.value = 0
+        self.sections, self.order = {}, []
+        self.max_seen = {}             # slot (or "rw") -> highest fence of an ENTER or accepted LEAVE
+        self.max_written = {}          # slot -> (fence, section) of the highest accepted LEAVE
+        self.max_writer = None         # rw: highest writer fence of an ENTER or accepted LEAVE
+        self.fences_used = {}          # sem without slot: fence -> section
+        self.last_fence = {}           # sem without slot: client -> last fence
+        self.stale_reads = self.accepted = self.stale_rejected = 0
+        self.stale_accepted = self.lost_increments = self.fence_order = self.errors = 0
+        self.roles = {}
+
+    def _section(self, sid, role, fence, slot):
+        rec = self.sections.get(sid)
+        if rec is None:
+            rec = {"id": sid, "role": role, "fence": fence, "slot": slot, "read_wall": None,
+                   "read_mono": None, "read_value": None, "write_wall": None, "write_mono": None,
+                   "write_value": None, "result": None, "end_mono": None, "end_wall": None,
+                   "closed_without_write": False}
+            self.sections[sid] = rec
+            self.order.append(sid)
+            self.roles[role] = self.roles.get(role, 0) + 1
+        return rec
+
+    def _key(self, slot):
+        return "rw" if self.mode == "rw" else slot
+
+    def enter(self, role, fence, slot, sid):
+        rec = self._section(sid, role, fence, slot)
+        rec["read_wall"], rec["read_mono"] = time.time(), time.monotonic()
+        rec["read_value"] = self.value
+        if self.mode == "sem" and slot is None:
+            return str(self.value)
+        key = self._key(slot)
+        floor = self.max_writer if role == "r" else self.max_seen.get(key)
+        if floor is not None and fence < floor:
+            self.stale_reads += 1
+            rec["stale_read"] = True
+        else:
+            self.max_seen[key] = max(fence, self.max_seen.get(key, fence))
+            if role == "w":
+                self.max_writer = fence
+        return str(self.value)
+
+    def leave(self, role, fence, slot, sid, value):
+        wall, mono = time.time(), time.monotonic()
+        rec = self._section(sid, role, fence, slot)
+        rec["write_wall"], rec["write_mono"] = wall, mono
+        rec["end_wall"], rec["end_mono"] = wall, mono
+        rec["write_value"] = value
+        if self.mode == "sem" and slot is None:
+            other = self.fences_used.get(fence)
+            if other is not None and other != sid:
+                self.stale_accepted += 1
+                rec["stale_accepted"] = True
+            self.fences_used[fence] = sid
+            client = sid.split("-")[0].split("g")[0]
+            last = self.last_fence.get(client)
+            if last is not None and fence <= last:
+                self.fence_order += 1
+                rec["fence_order"] = True
+            self.last_fence[client] = fence
+            self.accepted += 1
+            rec["result"] = "OK"
+            return "OK"
+        key = self._key(slot)
+        floor = self.max_writer if role == "r" else self.max_seen.get(key)
+        if floor is not None and fence < floor:
+            self.stale_rejected += 1
+            rec["result"] = "STALE"
+            return "STALE"
+        written = self.max_written.get(key)
+        if role == "r":
+            bad = self.max_writer is not None and fence < self.max_writer
+        else:
+            bad = written is not None and fence <= written[0] and written[1] != sid
+        if bad:
+            self.stale_accepted += 1
+            rec["stale_accepted"] = True
+        if role == "w":
+            if value != self.value + 1:
+                self.lost_increments += 1
+                rec["lost_increment"] = True
+            self.value = value
+            self.max_writer = fence
+        self.max_seen[key] = max(fence, self.max_seen.get(key, fence))
+        if written is None or fence > written[0]:
+            self.max_written[key] = (fence, sid)
+        self.accepted += 1
+        rec["result"] = "OK"
+        return "OK"
+
+    closed = Register.closed
+
+    def stats(self):
+        return {"sections": len(self.sections), "value": self.value, "mode": self.mode,
+                "limit": self.limit, "roles": self.roles,
+                "accepted_writes": self.accepted,
+                "stale_writes_rejected": self.stale_rejected,
+                "stale_reads": self.stale_reads,
+                "stale_writes_accepted": self.stale_accepted,
+                "lost_increments": self.lost_increments,
+                "fence_order": self.fence_order}
+
+    def report(self):
+        now = time.monotonic()
+        ivs = []
+        for sid in self.order:
+            r = self.sections[sid]
+            start = r["read_mono"] if r["read_mono"] is not None else r["write_mono"]
+            if start is None:
+                continue
+            end = r["end_mono"] if r["end_mono"] is not None else now
+            complete = r["read_mono"] is not None and r["write_mono"] is not None
+            ivs.append((start, end, sid, complete))
+        ivs.sort()
+        rep = self.stats()
+        rep["slots"] = sorted({r["slot"] for r in self.sections.values() if r["slot"] is not None})
+        rep["without_slot"] = sum(1 for r in self.sections.values() if r["slot"] is None)
+        pairs = []
+        if self.mode == "sem":
+            # a section that began while `limit` or more others ran: more
+            # than limit at once; complete sections apart from the others
+            over = open_over = 0
+            longest = open_longest = 0.0
+            max_conc = 0
+            active = []
+            for start, end, sid, complete in ivs:
+                active = [a for a in active if a[0] > start]
+                done = [a for a in active if a[2]]
+                if complete:
+                    max_conc = max(max_conc, len(done) + 1)
+                both = complete and len(done) >= self.limit
+                if both or len(active) >= self.limit:
+                    # more than limit at once from here until enough of
+                    # them ended
+                    ends = sorted([a[0] for a in (done if both else active)] + [end])
+                    span = ends[len(ends) - self.limit - 1] - start
+                    if both:
+                        over += 1
+                        longest = max(longest, span)
+                    else:
+                        open_over += 1
+                        open_longest = max(open_longest, span)
+                    if len(pairs) < 200:
+                        pairs.append({"section": sid, "fence": self.sections[sid]["fence"],
+                                      "slot": self.sections[sid]["slot"],
+                                      "running": [[a[1], self.sections[a[1]]["fence"],
+                                                   self.sections[a[1]]["slot"]] for a in active],
+                                      "overlap_ms": round(span * 1000, 3)})
+                active.append((end, sid, complete))
+            rep.update({"overlaps": over, "longest_overlap_ms": round(longest * 1000, 3),
+                        "open_overlaps": open_over,
+                        "longest_open_overlap_ms": round(open_longest * 1000, 3),
+                        "max_concurrent": max_conc, "reader_overlaps": 0})
+        else:
+            over = open_over = readers = 0
+            longest = open_longest = 0.0
+            active = []
+            for start, end, sid, complete in ivs:
+                active = [a for a in active if a[0] > start]
+                b = self.sections[sid]
+                for e, s, c in active:
+                    ov = min(e, end) - start
+                    if ov <= 0:
+                        continue
+                    a = self.sections[s]
+                    if a["role"] == "r" and b["role"] == "r":
+                        readers += 1
+                        continue
+                    if complete and c:
+                        over += 1
+                        longest = max(longest, ov)
+                    else:
+                        open_over += 1
+                        open_longest = max(open_longest, ov)
+                    if len(pairs) < 200:
+                        pairs.append({"a": s, "b": sid, "overlap_ms": round(ov * 1000, 3),
+                                      "a_role": a["role"], "b_role": b["role"],
+                                      "a_fence": a["fence"], "b_fence": b["fence"],
+                                      "a_result": a["result"], "b_result": b["result"]})
+                active.append((end, sid, complete))
+            rep.update({"overlaps": over, "longest_overlap_ms": round(longest * 1000, 3),
+                        "open_overlaps": open_over,
+                        "longest_open_overlap_ms": round(open_longest * 1000, 3),
+                        "reader_overlaps": readers})
+        rep.update({"final_value": self.value, "errors": self.errors, "overlap_pairs": pairs,
+                    "records": [self.sections[s] for s in self.order]})
+        return rep
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--report")
+    ap.add_argument("--mode", choices=("exclusive", "sem", "rw"), default="exclusive")
+    ap.add_argument("--limit", type=int, default=1)
     args = ap.parse_args()
-    reg = Register()
+    reg = Register() if args.mode == "exclusive" else ModeRegister(args.mode, args.limit)
     done = None
 
     def write_report():
@@ -226,6 +455,16 @@ def main():
                     elif len(parts) == 4 and parts[0] == "WRITE":
                         sids.add(parts[3])
                         reply = reg.write(int(parts[1]), int(parts[2]), parts[3])
+                    elif args.mode != "exclusive" and len(parts) == {"ENTER": 5, "LEAVE": 6}.get(parts[0]) \
+                            and parts[1] in ("sem", "r", "w"):
+                        role, fence, sid = parts[1], int(parts[2]), parts[4]
+                        slot = None if parts[3] == "-" else int(parts[3])
+                        sids.add(sid)
+                        if parts[0] == "ENTER":
+                            reply = reg.enter(role, fence, slot, sid)
+                        else:
+                            reply = reg.leave(role, fence, slot, sid,
+                                              None if parts[5] == "-" else int(parts[5]))
                     elif parts == ["STATS"]:
                         reply = json.dumps(reg.stats())
                     elif parts == ["DUMP"]:

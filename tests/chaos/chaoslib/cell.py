@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 
+from . import modes
 from .observer import Observer, outlived
 from .procs import alive, children, job_children, killpg, marked
 
@@ -33,7 +34,7 @@ i=0
 while [ ! -e "$CHAOS_STOPFILE" ]; do
   i=$((i+1))
   export CHAOS_SECTION="c${CHAOS_CID}g${CHAOS_GEN}-$i"
-  "$CHAOS_DLOCK" -q -b "$CHAOS_URL" run "$CHAOS_NAME" --wait 10s --ttl 2s -- $CHAOS_JOB_PREFIX "$CHAOS_JOB"
+  "$CHAOS_DLOCK" -q -b "$CHAOS_URL" run "$CHAOS_NAME" $CHAOS_MODE_ARGS --wait 10s --ttl 2s -- $CHAOS_JOB_PREFIX "$CHAOS_JOB"
   echo "$CHAOS_SECTION $? $EPOCHREALTIME" >> "$CHAOS_EXITS"
 done
 '''
@@ -60,7 +61,9 @@ class Client:
     def start(self):
         self.gen += 1
         prefix, extra = self.cell.scenario.client(self.cell, self.cid)
-        env = dict(self.cell.env, CHAOS_CID=str(self.cid), CHAOS_GEN=str(self.gen), **extra)
+        env = dict(self.cell.env, CHAOS_CID=str(self.cid), CHAOS_GEN=str(self.gen))
+        env.update(self.cell.mode_env(self.cid))
+        env.update(extra)
         with open(self.cell.clientlog, "ab") as err:
             p = subprocess.Popen(prefix + ["bash", "-c", CLIENT_LOOP], env=env, cwd=self.cell.dir,
                                  stdin=subprocess.DEVNULL, stdout=err, stderr=err,
@@ -93,28 +96,59 @@ class Cell:
         self.env.update(CHAOS_CELL=self.marker, CHAOS_STOPFILE=self.stopfile,
                         CHAOS_EXITS=self.exits, CHAOS_DLOCK=DLOCK, CHAOS_URL=url,
                         CHAOS_NAME="chaos-" + scenario.name, CHAOS_JOB=JOB,
-                        CHAOS_JOB_PREFIX="")
+                        CHAOS_JOB_PREFIX="", CHAOS_MODE="", CHAOS_MODE_ARGS="")
+        # (mode, role, dlock arguments) per client id: the exclusive
+        # clients, then the semaphore's and the shared lock's (modes.py)
+        self.specs = modes.client_specs(backend, scenario, args.clients)
+        self.modes = modes.modes_for(backend, scenario)
+        self.mode_ports = {}
+        self.register_pids = []
         self.kills = 0
         self.term_mono = None  # when stop_all sent SIGTERM to what was left
         self.pauses = []   # pause-client: section, holder, rc, exit_ms, job_gone_ms
         self.faults = []   # server faults: kind, member, start/end wall time, ms
         self.notes = []
 
-    def start_register(self):
-        portfile = os.path.join(self.dir, "port")
-        p = subprocess.Popen([sys.executable, REGISTER, "--port-file", portfile,
-                              "--report", self.report_path],
+    def client_count(self):
+        return len(self.specs)
+
+    def mode_report_path(self, mode):
+        return os.path.join(self.dir, "register-%s.json" % mode)
+
+    def mode_env(self, cid):
+        """The environment of client CID's mode (empty: exclusive)."""
+        mode, role, extra = self.specs[cid]
+        if mode is None:
+            return {}
+        return {"CHAOS_MODE": role, "CHAOS_MODE_ARGS": extra,
+                "CHAOS_NAME": "%s-%s" % (self.env["CHAOS_NAME"], mode),
+                "CHAOS_REGISTER_PORT": str(self.mode_ports[mode])}
+
+    def _register(self, tag, argv):
+        portfile = os.path.join(self.dir, "port" + tag)
+        p = subprocess.Popen([sys.executable, REGISTER, "--port-file", portfile] + argv,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              start_new_session=True)
         p.returncode = 0
-        self.register_pid = p.pid
+        self.register_pids.append(p.pid)
+        return p.pid, portfile
+
+    def start_register(self):
+        started = [self._register("", ["--report", self.report_path])]
+        for m in self.modes:
+            started.append(self._register("-" + m, ["--report", self.mode_report_path(m), "--mode", m,
+                                                    "--limit", str(modes.SEM_LIMIT)]))
+        ports = []
         deadline = time.monotonic() + 10
-        while not os.path.exists(portfile):
-            if time.monotonic() > deadline or self.reaper.exited(p.pid):
-                raise RuntimeError("the register did not start")
-            time.sleep(0.02)
-        with open(portfile) as f:
-            self.port = int(f.read())
+        for pid, portfile in started:
+            while not os.path.exists(portfile):
+                if time.monotonic() > deadline or self.reaper.exited(pid):
+                    raise RuntimeError("the register did not start")
+                time.sleep(0.02)
+            with open(portfile) as f:
+                ports.append(int(f.read()))
+        self.port = ports[0]
+        self.mode_ports = dict(zip(self.modes, ports[1:]))
         self.env["CHAOS_REGISTER_PORT"] = str(self.port)
 
     def run(self):
@@ -132,7 +166,7 @@ class Cell:
                                  {k: v for k, v in self.env.items() if k.startswith("DLOCK_")}).start()
         self.clients = []
         try:
-            self.clients = [Client(self, i) for i in range(self.args.clients)]
+            self.clients = [Client(self, i) for i in range(self.client_count())]
             self.loop()
         finally:
             # also after a scenario's error: no loop or register may outlive the cell
@@ -223,9 +257,10 @@ class Cell:
         left = marked(self.marker)
         if left:
             self.notes.append("processes left after SIGKILL: %s" % left)
-        os.kill(self.register_pid, signal.SIGTERM)
+        for pid in self.register_pids:
+            os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
-        while not self.reaper.exited(self.register_pid) and time.monotonic() < deadline:
+        while not all(self.reaper.exited(p) for p in self.register_pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.reaper.reap()
 
@@ -233,17 +268,29 @@ class Cell:
         with open(self.report_path) as f:
             rep = json.load(f)
         self.records = {x["id"]: x for x in rep["records"]}
+        mode_reps = {}
+        for m in self.modes:
+            with open(self.mode_report_path(m)) as f:
+                mode_reps[m] = json.load(f)
+            # every section's record (a partitioned holder may be a mode's)
+            self.records.update({x["id"]: x for x in mode_reps[m]["records"]})
         out = outlived(rep["records"], self.observations, term_mono=self.term_mono)
-        codes, unexpected = {}, {}
-        failed = 0
+        # exits per mode (None: the exclusive clients): seen, unexpected, failed
+        tally = {m: [{}, {}, 0] for m in (None,) + tuple(self.modes)}
         for s, rc, t in self.exit_lines():
             if t > self.stop_wall:
                 continue
+            try:
+                mode = self.specs[int(s[1:s.index("g")])][0]
+            except (ValueError, IndexError):
+                mode = None
+            codes, unexpected = tally[mode][0], tally[mode][1]
             codes[rc] = codes.get(rc, 0) + 1
             if self.scenario.expected_exit(self, s, rc, t):
                 continue
-            failed += 1
+            tally[mode][2] += 1
             unexpected[rc] = unexpected.get(rc, 0) + 1
+        codes, unexpected, failed = tally[None]
         holders = [p for p in self.pauses if p["holder"]]
         rcs = {s: rc for s, rc, _ in self.exit_lines()}
         for f in self.faults:
@@ -275,11 +322,18 @@ class Cell:
         }
         res.update(self.scenario.result(self))
         res["failures"] = acceptance(res, self.scenario)
-        if res["failures"] or os.environ.get("CHAOS_KEEP"):
+        res["modes"] = [modes.row(self, m, mode_reps[m], tally[m][2], tally[m][0], tally[m][1],
+                                  res["overlaps_allowed"], []) for m in self.modes]
+        if any_failures(res) or os.environ.get("CHAOS_KEEP"):
             res["notes"].append("work directory kept: %s" % self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
         return res
+
+
+def any_failures(r):
+    """Whether the cell R or one of its mode rows failed."""
+    return bool(r["failures"] or any(m["failures"] for m in r.get("modes", [])))
 
 
 def acceptance(r, scenario):

@@ -50,7 +50,7 @@ class NetFault(Scenario):
         if self.direct:
             cell.server.allow_clients("10.254.0.0/16")
         cell.netns = []
-        for _ in range(cell.args.clients):
+        for _ in range(cell.client_count()):
             ns = Netns()
             cell.netns.append(ns)
             ns.setup()

@@ -221,6 +221,7 @@ def job_end(dpid):
 
 class RedlockFault(Scenario):
     kind = ""
+    modes = False        # the faults work on one exclusive holder's keys
     first_fault_s = 0.3
     fault_s = 0.0        # how long a fault takes (a restart: estimated)
 

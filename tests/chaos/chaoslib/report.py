@@ -2,7 +2,7 @@
 
 import json
 
-COLS = [("backend", 8), ("scenario", 22), ("sections", 8), ("overlaps", 8), ("stale_acc", 9),
+COLS = [("backend", 8), ("scenario", 36), ("sections", 8), ("overlaps", 8), ("stale_acc", 9),
         ("stale_rej", 9), ("lost_inc", 8), ("longest_ms", 10), ("outlived_ms", 11), ("open_ovl", 8),
         ("failed", 6), ("faults", 26), ("ok", 4)]
 
@@ -18,7 +18,8 @@ def row(r, scenarios):
     else:
         vals = {k: r.get(k, "") for k, _ in COLS}
         vals["scenario"] = r.get("scenario_label", r["scenario"])
-        vals["faults"] = scenarios[r["scenario"]].faults_cell(r)
+        # a mode row (modes.py): what its clients saw, beside the cell's faults
+        vals["faults"] = r["info"] if r.get("mode") else scenarios[r["scenario"]].faults_cell(r)
         if vals["outlived_ms"] is None:
             vals["outlived_ms"] = "-"
         ok = "FAIL" if r["failures"] else "ok"
@@ -26,6 +27,24 @@ def row(r, scenarios):
             ok = "ok*"
         vals["ok"] = ok
     return " ".join(str(vals[k]).ljust(w) for k, w in COLS)
+
+
+def rows(r, scenarios):
+    """The cell's row and those of its modes."""
+    return [row(r, scenarios)] + [row(m, scenarios) for m in r.get("modes", [])]
+
+
+def mode_details(m):
+    lines = ["  %s: exit codes %s; sections by role %s; accepted %d, stale reads %d%s%s"
+             % (m["scenario_label"].split(" ", 1)[1], json.dumps(m["exit_codes"], sort_keys=True),
+                json.dumps(m["roles"], sort_keys=True), m["accepted_writes"], m["stale_reads"],
+                "" if m["mode"] != "rw" else ", final value %d" % m["final_value"],
+                "" if not m["overlaps"] else "; first %s" % json.dumps(m["overlap_pairs"]))]
+    if m["overlaps"] and m["overlaps_allowed"]:
+        lines.append("    allowed overlaps (ok*): %s" % m["overlaps_allowed"])
+    for f in m["failures"]:
+        lines.append("    FAIL: %s" % f)
+    return lines
 
 
 def details(r):
@@ -56,6 +75,8 @@ def details(r):
         lines.append("  note: %s" % n)
     for f in r["failures"]:
         lines.append("  FAIL: %s" % f)
+    for m in r.get("modes", []):
+        lines.extend(mode_details(m))
     if r["failures"] and o["worst"] and o["worst"][0].get("polls"):
         # what the backend showed around the worst section's end
         w = o["worst"][0]

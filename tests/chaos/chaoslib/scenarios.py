@@ -33,6 +33,7 @@ class Scenario:
     name = ""
     first_fault_s = 1.0
     quick_min_duration_s = 0.0  # a quick cell runs at least this long
+    modes = True  # the semaphore and shared clients (modes.py) run in this cell too
 
     def applies(self, backend):
         """False: the cell is not run (reported as skipped)."""
