@@ -9,12 +9,11 @@ attribute is true (the redlock-* scenarios work on one exclusive holder's
 keys)."""
 
 # The modes each backend offers. Adding a mode to a backend is adding it
-# here (Redlock refuses --shared with 78 today and takes --limit 1 only:
-# add "rw" to its row once it has --shared).
+# here (Redlock takes --limit 1 only: no semaphore).
 BACKEND_MODES = {
     "file": ("sem", "rw"),
     "redis": ("sem", "rw"),
-    "redlock": (),
+    "redlock": ("rw",),
     "zk": ("sem", "rw"),
     "postgres": ("sem", "rw"),
     "etcd": ("sem", "rw"),
