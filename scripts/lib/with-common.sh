@@ -50,10 +50,19 @@ now_ms() { date +%s%3N; }
 
 # A zombie counts as gone: PID 1 in a container may never reap orphans.
 pid_gone() {
-  local stat
+  local stat tasks
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
   stat=${stat##*) }
-  case ${stat%% *} in Z | X) return 0 ;; esac
+  case ${stat%% *} in
+  Z | X)
+    # A zombie leader whose other threads are still exiting (a JVM killed
+    # with SIGKILL) still holds the process's files, its listening
+    # sockets among them, until the last thread is gone.
+    tasks=("/proc/$1/task/"*)
+    [ "${#tasks[@]}" -le 1 ]
+    return
+    ;;
+  esac
   return 1
 }
 
