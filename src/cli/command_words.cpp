@@ -126,8 +126,13 @@ bool takes_command(const CLI::App &sub) {
 
 // An option and its value in a form CLI11 takes as exactly that, whatever
 // the value looks like ("-1", "--", "").
+// An empty value stays a word of its own: "--opt=" would make CLI11 take
+// the next word as the value (`--log '' x` must not log to a file "x").
 void add_option_with_value(std::vector<std::string> &words, const CLI::Option &option, const std::string &value) {
-  if (!option.get_lnames().empty()) {
+  if (!option.get_lnames().empty() && value.empty()) {
+    words.push_back("--" + option.get_lnames().front());
+    words.push_back(value);
+  } else if (!option.get_lnames().empty()) {
     words.push_back("--" + option.get_lnames().front() + "=" + value);
   } else if (!value.empty()) {
     words.push_back("-" + option.get_snames().front() + value);

@@ -22,6 +22,11 @@ job=(-- touch "$tmpdir/ran")
 expect 64 "name with a space" "${DL[@]}" run 'a b' "${job[@]}"
 case $err in *space* | *"' '"*) ;; *) fail "the message for 'a b' does not name the space: $err" ;; esac
 expect 64 "empty name" "${DL[@]}" run '' "${job[@]}"
+# An empty option value is that option's bad value, never the next word.
+expect 64 "empty --max-runtime" "${DL[@]}" run --max-runtime '' x "${job[@]}"
+case $err in *"'--'"* | *"'x'"*) fail "an empty --max-runtime took the next word as its value: $err" ;; esac
+expect 64 "empty --wait" "${DL[@]}" run --wait '' x "${job[@]}"
+expect 64 "empty --log" "${DL[@]}" run --log '' x "${job[@]}"
 long=$(printf 'n%.0s' $(seq 201))
 expect 64 "201-byte name" "${DL[@]}" run "$long" "${job[@]}"
 case $err in *200*) ;; *) fail "the message for a 201-byte name does not state the limit 200: $err" ;; esac
