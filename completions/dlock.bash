@@ -12,7 +12,7 @@ _dlock_subcommands='run acquire renew release status list ping config version'
 _dlock_global_opts='-h --help --version -b --backend --namespace --config --password-file --connect-timeout -q --quiet -v --verbose'
 _dlock_global_args='-b --backend --namespace --config --password-file --connect-timeout'
 
-_dlock_opts_run='-h --help -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit -s --shared -x --exclusive'
+_dlock_opts_run='-h --help -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --min-hold --if-unavailable --log --metrics-file --limit -s --shared -x --exclusive'
 _dlock_opts_acquire='-h --help -t --ttl -w --wait -E --conflict-exit-code --limit -s --shared -x --exclusive --json'
 _dlock_opts_renew='-h --help -t --ttl --json'
 _dlock_opts_release='-h --help --force'
@@ -23,7 +23,7 @@ _dlock_opts_config='-h --help --json'
 _dlock_opts_version='-h --help'
 
 # Options of any command that take a value.
-_dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit"
+_dlock_value_opts="$_dlock_global_args -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --min-hold --if-unavailable --log --metrics-file --limit"
 
 _dlock_backend_schemes='file: file:/// redis:// rediss:// redis+unix:// redis-sentinel:// redlock:// redlocks:// zk:// postgres:// postgresql:// etcd:// etcds://'
 
@@ -173,8 +173,14 @@ _dlock() {
       done < <(compgen -f -- "${value#redis+unix://}")
     fi
     ;;
-  --config | --password-file)
+  --config | --password-file | --metrics-file)
     files=1
+    ;;
+  --log)
+    mapfile -t candidates < <(compgen -W "stderr syslog journal" -- "$value"; compgen -f -- "$value")
+    ;;
+  --if-unavailable)
+    mapfile -t candidates < <(compgen -W "fail run skip" -- "$value")
     ;;
   --namespace)
     candidates=(dlock)
@@ -182,7 +188,7 @@ _dlock() {
   -c)
     return 0
     ;;
-  -t | --ttl | --kill-after | --lost-kill-after | --max-runtime | --connect-timeout)
+  -t | --ttl | --kill-after | --lost-kill-after | --max-runtime | --min-hold | --connect-timeout)
     mapfile -t candidates < <(_dlock_durations "$value")
     ;;
   -w | --wait)

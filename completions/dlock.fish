@@ -62,7 +62,7 @@ function __dlock_command_start
                     test "$token" = -; and test $i = (count $tokens)
                 end
             end
-            if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit
+            if contains -- $token -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --min-hold --if-unavailable --log --metrics-file --limit
                 set i (math $i + 1)
             end
         else if test $seen_run = 0
@@ -94,7 +94,7 @@ function __dlock_wants_name
             continue
         end
         switch $token
-            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --limit
+            case -b --backend --namespace --config --password-file --connect-timeout -c -t --ttl -w --wait --kill-after --lost-kill-after --max-runtime -E --conflict-exit-code --lost-exit-code --min-hold --if-unavailable --log --metrics-file --limit
                 set skip_value 1
             case '-*'
             case '*'
@@ -202,6 +202,10 @@ complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-kil
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l max-runtime -x -a '(__dlock_durations)' -d 'Stop the job after D and exit 124'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when the lock is busy'
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-exit-code -x -a 76 -d 'Exit status when the lock is lost'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l min-hold -x -a '(__dlock_durations)' -d 'Keep the lock at least D after taking it'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l if-unavailable -x -a 'fail\t"exit 69" run\t"run the job WITHOUT the lock" skip\t"exit as busy"' -d 'When the backend cannot be reached'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l log -r -a 'stderr syslog journal' -d 'Record each event'
+complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l metrics-file -r -F -d 'Keep per-lock figures, Prometheus text format'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -l limit -x -a '2 3 5 10' -d 'A semaphore: at most N holders at once'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s s -l shared -d 'A shared (read) lock'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s x -l exclusive -d 'An exclusive (write) lock, the default'

@@ -48,6 +48,8 @@ struct Settings {
   Millis kill_after{5000};
   int conflict_exit_code = 75;
   int lost_exit_code = 76;
+  std::optional<std::string> log;          // run's --log TARGET
+  std::optional<std::string> metrics_file; // run's --metrics-file FILE
   // Every setting, for `dlock config`, in the order shown (no secret).
   std::vector<std::pair<std::string, Sourced>> sources;
 };

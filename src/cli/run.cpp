@@ -1,6 +1,8 @@
 #include "cli/context.hpp"
 #include "core/error.hpp"
 #include "core/name.hpp"
+#include "runner/event_log.hpp"
+#include "runner/metrics_file.hpp"
 #include "runner/runner.hpp"
 
 #include <CLI/CLI.hpp>
@@ -22,6 +24,10 @@ struct RunArguments {
   std::optional<std::string> max_runtime;
   std::optional<std::string> conflict_exit_code;
   std::optional<std::string> lost_exit_code;
+  std::optional<std::string> min_hold;
+  std::optional<std::string> if_unavailable;
+  std::optional<std::string> log;
+  std::optional<std::string> metrics_file;
   HoldOptions hold;
 };
 
@@ -51,12 +57,40 @@ int run_run(const RunArguments &args, Context &context) {
   options.conflict_exit_code =
       parse_exit_code(args.conflict_exit_code, settings.conflict_exit_code, "--conflict-exit-code");
   options.lost_exit_code = parse_exit_code(args.lost_exit_code, settings.lost_exit_code, "--lost-exit-code");
+  if (args.min_hold) {
+    options.min_hold = parse_duration(*args.min_hold, "--min-hold");
+    if (options.min_hold->count() <= 0) throw UsageError("--min-hold must be greater than zero");
+  }
+  if (args.if_unavailable) {
+    const std::string &policy = *args.if_unavailable;
+    if (policy == "run")
+      options.if_unavailable = runner::RunOptions::IfUnavailable::run;
+    else if (policy == "skip")
+      options.if_unavailable = runner::RunOptions::IfUnavailable::skip;
+    else if (policy != "fail")
+      throw UsageError(fmt::format("--if-unavailable takes fail, run or skip, not '{}'", policy));
+  }
   options.yield_after_release = true;
   options.quiet = settings.quiet;
   options.public_backend_url = settings.backend.url.without_credentials();
   options.request.holder = {host_name(), getpid(), user_name(), join_command(options.command),
                             std::chrono::system_clock::now()};
-  auto backend = open_backend(settings);
+  // Opened before the lock, so that a bad --log fails nothing later.
+  runner::EventSinks events;
+  runner::EventOrigin origin{settings.backend.lock_namespace, options.public_backend_url, options.request.holder.host,
+                             static_cast<long>(getpid())};
+  if (auto log = args.log ? args.log : settings.log)
+    events.add(runner::open_event_log(runner::parse_log_target(*log), origin));
+  if (auto file = args.metrics_file ? args.metrics_file : settings.metrics_file)
+    events.add(std::make_unique<runner::MetricsFile>(*file, settings.backend.lock_namespace));
+  if (!events.empty()) options.events = &events;
+  std::unique_ptr<backend::Backend> backend;
+  try {
+    backend = open_backend(settings);
+  } catch (const Error &failure) {
+    if (failure.code() != ExitCode::unavailable) throw;
+    return runner::run_unavailable(options, failure, Millis(0));
+  }
   return runner::run_locked(*backend, options);
 }
 
@@ -85,6 +119,21 @@ void setup_run(CLI::App &run, Context &context) {
       ->type_name("N");
   run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")
       ->type_name("N");
+  run.add_option("--min-hold", args->min_hold,
+                 "Keep the lock at least D after taking it, however soon the job ends (cron on hosts whose clocks "
+                 "differ)")
+      ->type_name("D");
+  run.add_option("--if-unavailable", args->if_unavailable,
+                 "When the backend cannot be reached: fail (exit 69), run the job WITHOUT the lock, or skip it "
+                 "(exit as busy) [default fail]")
+      ->type_name("fail|run|skip");
+  run.add_option("--log", args->log,
+                 "Record each event (acquired, busy, lost, released, ...) to stderr, syslog, "
+                 "journal or a FILE (JSON lines)")
+      ->type_name("TARGET");
+  run.add_option("--metrics-file", args->metrics_file,
+                 "Keep per-lock figures in FILE, Prometheus text format (node_exporter's textfile collector)")
+      ->type_name("FILE");
   add_hold_options(run, args->hold);
   run.footer("After NAME, the first word that is not an option of run (or a global option) starts COMMAND,\n"
              "and every word after it is COMMAND's, as with flock(1), env(1), timeout(1) and sudo(8):\n"

@@ -11,6 +11,7 @@
 #include "core/name.hpp"
 #include "core/unique_fd.hpp"
 #include "core/url.hpp"
+#include "runner/event_log.hpp"
 
 #include <fmt/format.h>
 
@@ -112,6 +113,11 @@ void check_config(const ConfigFile &config, Settings &settings) {
   });
   check_value(config, "lost_exit_code",
               [&](const std::string &text) { settings.lost_exit_code = parse_exit_code(text, 76, "lost_exit_code"); });
+  check_value(config, "log", [&](const std::string &text) {
+    runner::parse_log_target(text);
+    settings.log = text;
+  });
+  check_value(config, "metrics_file", [&](const std::string &text) { settings.metrics_file = text; });
   check_value(config, "quiet", [&](const std::string &text) {
     if (!parse_bool(text, settings.quiet))
       throw UsageError(fmt::format("'{}' is not true or false (yes/no, on/off, 1/0)", text));
@@ -179,6 +185,8 @@ Settings Context::settings() const {
   settings.sources.push_back({"kill_after", from_config("kill_after", "5s")});
   settings.sources.push_back({"conflict_exit_code", from_config("conflict_exit_code", "75")});
   settings.sources.push_back({"lost_exit_code", from_config("lost_exit_code", "76")});
+  settings.sources.push_back({"log", from_config("log", "none")});
+  settings.sources.push_back({"metrics_file", from_config("metrics_file", "none")});
 
   // -q always; the file's quiet unless -v asks for more.
   if (global.quiet)

@@ -8,17 +8,12 @@
 namespace dlock {
 
 // The keys a config file may set, in the order `dlock config` shows them.
-inline constexpr std::array<const char *, 11> k_config_keys = {"backend",
-                                                               "namespace",
-                                                               "ttl",
-                                                               "wait",
-                                                               "connect_timeout",
-                                                               "password_file",
-                                                               "max_runtime",
-                                                               "kill_after",
-                                                               "conflict_exit_code",
-                                                               "lost_exit_code",
-                                                               "quiet"};
+inline constexpr std::array<const char *, 13> k_config_keys = {
+    "backend",        "namespace",       "ttl",
+    "wait",           "connect_timeout", "password_file",
+    "max_runtime",    "kill_after",      "conflict_exit_code",
+    "lost_exit_code", "quiet",           "log",
+    "metrics_file"};
 
 struct ConfigEntry {
   std::string value;

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "runner/events.hpp"
 #include "runner/timeline.hpp"
 
 #include <optional>
@@ -25,6 +27,16 @@ struct RunOptions {
   // Drop to the lowest priority once the lock is released (the process is
   // about to exit, and a woken waiter should get the CPU first).
   bool yield_after_release = false;
+  // --min-hold D: the lock stays held until D after it was taken, however
+  // soon the job ends.
+  std::optional<Millis> min_hold;
+  // --if-unavailable: what a run does when the backend cannot be reached
+  // (69) while it takes the lock: fail (exit 69), run the job without the
+  // lock, or skip it (exit as busy, --conflict-exit-code). Always said on
+  // stderr and recorded, even with -q.
+  enum class IfUnavailable { fail, run, skip };
+  IfUnavailable if_unavailable = IfUnavailable::fail;
+  EventSink *events = nullptr; // --log, --metrics-file; may be null
 };
 
 // Lets tests see what the runner did and when.
@@ -42,6 +54,12 @@ public:
 // compare-and-delete, and returns the exit status for dlock (the child's,
 // 128+N, conflict, lost or 124).
 int run_locked(backend::Backend &backend, const RunOptions &options, RunObserver *observer = nullptr);
+
+// The backend could not be reached (`failure`, exit code 69) while a run
+// took the lock: fails, skips or runs the job without the lock, as
+// options.if_unavailable says, and records the event. Called by
+// run_locked, and by the CLI when the backend cannot even be opened.
+int run_unavailable(const RunOptions &options, const Error &failure, std::optional<Millis> waited);
 
 // How a name held by several holders at once (the readers of --shared,
 // the slots of --limit N) is summed up wherever dlock names its holders
@@ -69,6 +87,8 @@ backend::AcquireResult take_lock(backend::Backend &backend, const backend::LockR
 struct Acquisition {
   std::optional<backend::Lease> lease;
   int exit_status = 0;
+  backend::AcquireOutcome outcome = backend::AcquireOutcome::busy;
+  int signal = 0; // interrupted by it
 };
 Acquisition acquire_for(backend::Backend &backend, const backend::LockRequest &request, std::optional<Millis> wait,
                         int conflict_exit_code, bool quiet);

@@ -4,7 +4,7 @@
 #   - a bad value is 78 naming FILE:LINE, even in a key the command does
 #     not use (ttl for ping and status), and connect_timeout = 0 too;
 #   - the keys for fleet-wide settings work: password_file, max_runtime,
-#     kill_after, conflict_exit_code, lost_exit_code, quiet;
+#     kill_after, conflict_exit_code, lost_exit_code, quiet, log, metrics_file;
 #   - `dlock config` prints every setting and where it came from (flag,
 #     environment, FILE:LINE, default), never a secret, and exits 78 on
 #     any error in the file; -v names the file read.
@@ -61,6 +61,16 @@ wait_until is_held lost || fail "the job of 'lost' did not start"
 "$DLOCK_BIN" -b "file://$LOCKDIR" release lost --force >/dev/null 2>&1
 wait_until -t 5 test -s "$tmpdir/lost.rc" || fail "dlock run did not end after release --force"
 [ "$(cat "$tmpdir/lost.rc")" = 42 ] || fail "lost_exit_code = 42: a lost lock exited $(cat "$tmpdir/lost.rc")"
+
+# log and metrics_file: the defaults of run's --log and --metrics-file.
+printf 'backend = file://%s\nlog = %s\nmetrics_file = %s\n' "$LOCKDIR" "$tmpdir/events.jsonl" "$tmpdir/m.prom" >"$conf"
+capture "${D[@]}" run logged -- true
+[ "$rc" = 0 ] || fail "a run with log and metrics_file keys exited $rc: $err"
+[ "$(grep -c '"event":"released"' "$tmpdir/events.jsonl" 2>/dev/null)" = 1 ] || fail "log = FILE: no released record"
+grep -q '^dlock_runs_total{name="logged",namespace="dlock",outcome="ran"} 1$' "$tmpdir/m.prom" ||
+  fail "metrics_file = FILE: no count: $(cat "$tmpdir/m.prom" 2>/dev/null)"
+capture "${D[@]}" config
+case $out in *"log"*"$tmpdir/events.jsonl"*"$conf:2"*) ;; *) fail "dlock config does not show the log key: $out" ;; esac
 
 # max_runtime and kill_after: a job that ignores SIGTERM is killed kill_after
 # after max_runtime's SIGTERM.

@@ -1,0 +1,76 @@
+#pragma once
+
+#include "core/duration.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dlock::runner {
+
+// What happened to one `dlock run`, as --log records it and --metrics-file
+// counts it. A run ends with exactly one terminal event: busy, interrupted,
+// released, lost, max_runtime, unavailable (when the job did not run) or
+// unlocked_end (when --if-unavailable run ran it without the lock).
+enum class EventKind { acquired, busy, interrupted, released, lost, max_runtime, unavailable, unlocked_end };
+
+// "acquired", "max-runtime", "unlocked-end": the word in every record.
+const char *event_word(EventKind kind);
+bool is_terminal(EventKind kind);
+
+struct RunEvent {
+  EventKind kind = EventKind::acquired;
+  std::string name;
+  std::chrono::system_clock::time_point at = std::chrono::system_clock::now();
+  std::optional<std::uint64_t> fence;
+  std::optional<Millis> wait;     // how long taking the lock took (or was tried)
+  std::optional<Millis> duration; // from the job's start to its end
+  std::optional<int> exit_status; // what dlock exits with
+  std::optional<int> job_status;  // what the job itself ended with (128+N for signal N)
+  std::optional<int> renewals;
+  std::string cause;  // lost, max_runtime, unavailable, interrupted: why, as a sentence
+  std::string action; // unavailable: what --if-unavailable did (fail, run or skip)
+};
+
+// Every run's records carry these too.
+struct EventOrigin {
+  std::string lock_namespace;
+  std::string backend; // the URL without credentials
+  std::string host;
+  long pid = 0;
+};
+
+// The record's fields, in the order every format writes them ("event",
+// "name", then only those set), values as text.
+using EventFields = std::vector<std::pair<std::string, std::string>>;
+EventFields event_fields(const RunEvent &event, const EventOrigin &origin);
+// One sentence for people: "acquired lock 'x' (fence 12) after 3 ms".
+std::string event_message(const RunEvent &event);
+
+// Where events go. record() must never block for long nor throw: a log
+// that cannot be written must not delay or fail the job.
+class EventSink {
+public:
+  virtual ~EventSink() = default;
+  virtual void record(const RunEvent &event) noexcept = 0;
+};
+
+// Hands every event to each of its sinks, in order.
+class EventSinks final : public EventSink {
+public:
+  void add(std::unique_ptr<EventSink> sink) { m_sinks.push_back(std::move(sink)); }
+  bool empty() const { return m_sinks.empty(); }
+  void record(const RunEvent &event) noexcept override {
+    for (auto &sink : m_sinks)
+      sink->record(event);
+  }
+
+private:
+  std::vector<std::unique_ptr<EventSink>> m_sinks;
+};
+
+} // namespace dlock::runner
