@@ -150,6 +150,20 @@ local function wait_ms()
   end
   return first and math.max(first - now, 1) or 50
 end
+-- The name is busy for ME: it joins the queue (or keeps its place), the
+-- head is woken if the name admits it, and ME is told how long to sleep
+-- unless woken.
+local function q_busy(me)
+  q_join(me)
+  q_wake()
+  return {0, wait_ms()}
+end
+-- ME is refused (the name is held in another mode): it leaves the queue
+-- and gets REPLY.
+local function q_refuse(me, reply)
+  q_leave(me)
+  return reply
+end
 -- A token that holds a member of SET already (a retry whose answer was
 -- lost) has it again, with the lease `score` and the length ARGV[2]: its
 -- fence and slot, or nil when it holds none.
@@ -178,8 +192,7 @@ end
 inline const std::string acquire = prelude + R"lua(
 local me = ARGV[7] ~= '' and ('x:' .. ARGV[7]) or nil
 if redis.call('ZCARD', KEYS[4]) > 0 then
-  q_leave(me)
-  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
+  return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'})
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -187,11 +200,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   if me then q_drop(me) end
   return {1, redis.call('HGET', KEYS[2], 'fence') or '0'}
 end
-if not q_admits('x', me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+if not q_admits('x', me) then return q_busy(me) end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if me then q_drop(me) end
 local fence = new_fence()
@@ -286,28 +295,15 @@ inline const std::string on_set = "local SET, INFO = KEYS[4], KEYS[5]\n";
 inline const std::string acquire = prelude + R"lua(
 local kind = 's' .. ARGV[3]
 local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  q_leave(me)
-  return {3, redis.call('PTTL', KEYS[1])}
-end
-if redis.call('ZCARD', KEYS[6]) > 0 then
-  q_leave(me)
-  return {4, ''}
-end
+if redis.call('EXISTS', KEYS[1]) == 1 then return q_refuse(me, {3, redis.call('PTTL', KEYS[1])}) end
+if redis.call('ZCARD', KEYS[6]) > 0 then return q_refuse(me, {4, ''}) end
 local limit = redis.call('HGET', KEYS[5], 'limit')
-if redis.call('ZCARD', KEYS[4]) > 0 and limit and limit ~= ARGV[3] then
-  q_leave(me)
-  return {2, limit}
-end
+if redis.call('ZCARD', KEYS[4]) > 0 and limit and limit ~= ARGV[3] then return q_refuse(me, {2, limit}) end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
 local held = held_again(KEYS[4], KEYS[5], member, score)
 if held then return {1, held[1] or '0', held[2] or ''} end
-if not q_admits(kind, me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+if not q_admits(kind, me) then return q_busy(me) end
 if me then q_drop(me) end
 local used = {}
 for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
@@ -346,18 +342,13 @@ inline const std::string on_set = "local SET, INFO = KEYS[6], KEYS[7]\n";
 inline const std::string acquire = prelude + R"lua(
 local me = ARGV[7] ~= '' and ('r:' .. ARGV[7]) or nil
 if redis.call('ZCARD', KEYS[4]) > 0 then
-  q_leave(me)
-  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
+  return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'})
 end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
 local held = held_again(KEYS[6], KEYS[7], member, score)
 if held then return {1, held[1] or '0'} end
-if not q_admits('r', me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+if not q_admits('r', me) then return q_busy(me) end
 if me then q_drop(me) end
 local fence = new_fence()
 redis.call('ZADD', KEYS[6], score, member)
