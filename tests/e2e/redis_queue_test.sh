@@ -61,6 +61,14 @@ measure() {
 }
 out_of_order=""
 
+# No waiter at all: what one uncontended `run` (its acquire, its release
+# and its connection) costs the server, over 20 runs.
+"$RCLI" CONFIG RESETSTAT >/dev/null
+for i in $(seq 1 20); do "${DL[@]}" run --ttl 30s q0 -- true || fail "run $i of q0 exited $?"; done
+read -r total evals < <(server_commands)
+none=$(awk -v t="$total" 'BEGIN { printf "%.2f", t / 20 }')
+echo "no waiter on q0: $total commands ($evals EVAL) for 20 runs: $none per run"
+
 measure 1 q1
 one=$per_handover
 measure 10 q10
@@ -74,7 +82,7 @@ many=$per_handover
 # own release: the same few commands whatever waits behind it.
 awk -v a="$one" -v b="$ten" -v c="$many" 'BEGIN { exit !(b <= a + 2 && c <= a + 2) }' ||
   fail "server commands per hand-over grow with the waiters: $one at 1, $ten at 10, $many at 200"
-echo "commands per hand-over: $one at 1 waiter, $ten at 10, $many at 200"
+echo "commands per hand-over: $none with no waiter, $one at 1 waiter, $ten at 10, $many at 200"
 [ -z "$out_of_order" ] || fail "$out_of_order"
 
 # The same for a semaphore of 2 (a release frees one slot and wakes one)
