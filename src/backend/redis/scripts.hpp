@@ -42,17 +42,15 @@ redis.call('PUBLISH', ARGV[2], 'released')
 return 1
 )lua";
 
-// What the scripts on sorted sets of leases (a semaphore's holders,
-// readers: members the SHA-1 of a token, scored by the server time in ms
-// at which the lease ends, with a hash of fields per member) start with:
-// `now` (server ms), `micros`, num(x) (an integer string: Lua would print
-// 1.7e+15), forget(info, m) (a member's fields), drop_expired(set, info)
-// and expire_set(set, also) (make both keys end with the set's last lease,
-// or delete them when it is empty).
-inline constexpr const char *lease_sets = R"lua(
-local t = redis.call('TIME')
-local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now = math.floor(micros / 1000)
+// The functions of the scripts on sorted sets of leases (a semaphore's
+// holders, readers: members the SHA-1 of a token, scored by the server
+// time in ms at which the lease ends, with a hash of fields per member),
+// on the locals `now` (server ms) and `micros` that the script declares
+// before them: num(x) (an integer string: Lua would print 1.7e+15),
+// forget(info, m) (a member's fields), drop_expired(set, info) and
+// expire_set(set, also) (make both keys end with the set's last lease, or
+// delete them when it is empty).
+inline constexpr const char *lease_functions = R"lua(
 local function num(x) return string.format('%.0f', x) end
 local function forget(info, m)
   redis.call('HDEL', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
@@ -75,12 +73,21 @@ local function expire_set(set, also)
 end
 )lua";
 
+// What Redlock's scripts on sorted sets of leases start with: the server
+// time read at once, then lease_functions.
+inline const std::string lease_sets = std::string(R"lua(
+local t = redis.call('TIME')
+local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(micros / 1000)
+)lua") + lease_functions;
+
 // Renewing a member of SET (a semaphore's slot, a reader's share), on a
-// single server or a Redlock node, after lease_sets and the script's
-// `local SET, INFO = ...`. ARGV: token, ttl ms (0: its own
-// length), fallback ms (a lease without a recorded length). {1, ttl
-// applied} if renewed, 0 if the token holds none (any more). As the
-// exclusive lock's renew script, a ttl given becomes the lease's length.
+// single server or a Redlock node, after lease_functions, the time and the
+// script's `local SET, INFO = ...`, with SET's expired members dropped.
+// ARGV: token, ttl ms (0: its own length), fallback ms (a lease without a
+// recorded length). {1, ttl applied} if renewed, 0 if the token holds none
+// (any more). As the exclusive lock's renew script, a ttl given becomes the
+// lease's length.
 inline constexpr const char *renew_member = R"lua(
 local member = redis.sha1hex(ARGV[1])
 if not redis.call('ZSCORE', SET, member) then

@@ -42,20 +42,33 @@
 
 namespace dlock::backend::redis::lua::server {
 
-// lease_sets (scripts.hpp), the expired semaphore holders and readers (and
-// their fields) dropped, the queue members whose turn ran out dropped, and
-// the functions the scripts share: room(kind), the queue's q_*.
-inline const std::string prelude = std::string(lease_sets) + R"lua(
-drop_expired(KEYS[4], KEYS[5])
-drop_expired(KEYS[6], KEYS[7])
+// What every script starts with: only functions, so that a script runs no
+// command it does not need. clock() reads the server time once per script
+// (`now` in ms, `micros`); every script that needs the time calls it
+// first. Then lease_functions (scripts.hpp), live(set) (the members whose
+// lease has not ended, counted without dropping the others: a script drops
+// the expired members only of the set it writes), room(kind), the queue's
+// q_*, wait_ms, held_again and new_fence. A script on a name nobody waits
+// for touches the queue's keys with one command (its ZRANGE, ZRANK or
+// ZCARD finds nothing).
+inline const std::string prelude = std::string(R"lua(
+local micros, now
+local function clock()
+  if now then return end
+  local t = redis.call('TIME')
+  micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = math.floor(micros / 1000)
+end
+)lua") + lease_functions + R"lua(
+local function live(set) return redis.call('ZCOUNT', set, '(' .. num(now), '+inf') end
 -- How many more holders of KIND the name admits now, queue aside.
 local function room(kind)
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-  local slots, readers = redis.call('ZCARD', KEYS[4]), redis.call('ZCARD', KEYS[6])
-  if kind == 'x' then return (slots == 0 and readers == 0) and 1 or 0 end
+  local slots = live(KEYS[4])
+  if kind == 'x' then return (slots == 0 and live(KEYS[6]) == 0) and 1 or 0 end
   if kind == 'r' then return slots == 0 and 1e9 or 0 end
   local n = tonumber(string.sub(kind, 2)) or 0
-  if readers > 0 or (slots > 0 and redis.call('HGET', KEYS[5], 'limit') ~= num(n)) then return 0 end
+  if live(KEYS[6]) > 0 or (slots > 0 and redis.call('HGET', KEYS[5], 'limit') ~= num(n)) then return 0 end
   return math.max(n - slots, 0)
 end
 local function q_kind(m) return string.match(m, '^([^:]*):') end
@@ -64,7 +77,17 @@ local function q_drop(m)
   redis.call('ZREM', KEYS[8], m)
   redis.call('ZREM', KEYS[9], m)
 end
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', num(now))) do q_drop(m) end
+-- The members whose turn ran out leave the queue, once per script, before
+-- it counts the members ahead of a waiter or wakes any: how many left.
+local q_pruned = false
+local function q_prune()
+  if q_pruned then return 0 end
+  q_pruned = true
+  clock()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', num(now))
+  for _, m in ipairs(gone) do q_drop(m) end
+  return #gone
+end
 local function q_keep()
   redis.call('PEXPIRE', KEYS[8], 90000)
   redis.call('PEXPIRE', KEYS[9], 90000)
@@ -72,40 +95,57 @@ end
 -- Wakes the members at the head whom the name admits now (of the head's
 -- kind, within its room) and have no turn yet, and tells the first after
 -- them that it is next (it tries again once those turns could have run
--- out); drops the gone.
+-- out); drops the gone. It reads the queue a few members at a time: the
+-- head and the one after it first, which is all a hand-over of an
+-- exclusive lock needs.
 local function q_wake()
-  local kind, r, i, woke = nil, 0, 0, false
+  local want = 2
+  local batch = redis.call('ZRANGE', KEYS[8], 0, want - 1)
+  if #batch == 0 then return end
+  if q_prune() > 0 then batch = redis.call('ZRANGE', KEYS[8], 0, want - 1) end
+  local kind, r, i, b, woke = nil, 0, 0, 1, false
   while true do
-    local at = redis.call('ZRANGE', KEYS[8], i, i)
-    if #at == 0 then return end
-    local m = at[1]
+    if b > #batch then
+      if #batch < want then break end
+      want = 16
+      batch, b = redis.call('ZRANGE', KEYS[8], i, i + want - 1), 1
+      if #batch == 0 then break end
+    end
+    local m = batch[b]
+    b = b + 1
     if i == 0 then
       kind = q_kind(m)
       r = room(kind)
     end
     if q_kind(m) ~= kind or i >= r then
-      if not woke or q_tell(m, 'next') > 0 then return end
+      if not woke or q_tell(m, 'next') > 0 then break end
       q_drop(m)
     elseif redis.call('ZSCORE', KEYS[9], m) then
       i = i + 1
     elseif q_tell(m, 'turn') > 0 then
       redis.call('ZADD', KEYS[9], num(now + 2000), m)
-      q_keep()
       i = i + 1
       woke = true
     else
       q_drop(m)
     end
   end
+  if woke then q_keep() end
 end
--- Whether the name admits a holder of KIND that waits as ME (nil: it does
--- not wait, and comes after the whole queue): the members ahead of it are
--- of its kind and leave it room. A member of another kind ahead is asked
--- whether it is still there; a gone one is dropped.
-local function q_admits(kind, me)
-  local r = room(kind)
+-- Whether the name, which has room R for holders of KIND queue aside,
+-- admits one that waits as ME (nil: it does not wait, and comes after the
+-- whole queue): the members ahead of it are of its kind and leave it room.
+-- A member of another kind ahead is asked whether it is still there; a
+-- gone one is dropped. Nobody ahead costs one command, and a waiter at the
+-- head comes in then even if its own turn ran out (nobody else had the
+-- name meanwhile).
+local function q_admits(kind, me, r)
   if r == 0 then return false end
-  local ahead = me and redis.call('ZRANK', KEYS[8], me) or redis.call('ZCARD', KEYS[8])
+  local ahead = me and redis.call('ZRANK', KEYS[8], me)
+  if ahead == 0 then return true end
+  ahead = ahead or redis.call('ZCARD', KEYS[8])
+  if ahead == 0 then return true end
+  if q_prune() > 0 then ahead = me and redis.call('ZRANK', KEYS[8], me) or redis.call('ZCARD', KEYS[8]) end
   local i = 0
   while i < ahead do
     if i >= r then return false end
@@ -139,20 +179,37 @@ local function q_leave(me)
   q_wake()
 end
 -- How long a waiter that is not woken sleeps before it tries again: until
--- the first lease or turn that stands in the way ends.
+-- the first lease or turn that stands in the way ends (expired members
+-- that are still there do not count).
 local function wait_ms()
+  clock()
   local left = redis.call('PTTL', KEYS[1])
   if left > 0 then return left end
   local first
   for _, set in ipairs({KEYS[4], KEYS[6], KEYS[9]}) do
-    local head = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGEBYSCORE', set, '(' .. num(now), '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if #head > 0 and (not first or tonumber(head[2]) < first) then first = tonumber(head[2]) end
   end
   return first and math.max(first - now, 1) or 50
 end
+-- The name is busy for ME: it joins the queue (or keeps its place), the
+-- head is woken if the name admits it, and ME is told how long to sleep
+-- unless woken.
+local function q_busy(me)
+  q_join(me)
+  q_wake()
+  return {0, wait_ms()}
+end
+-- ME is refused (the name is held in another mode): it leaves the queue
+-- and gets REPLY.
+local function q_refuse(me, reply)
+  q_leave(me)
+  return reply
+end
 -- A token that holds a member of SET already (a retry whose answer was
 -- lost) has it again, with the lease `score` and the length ARGV[2]: its
--- fence and slot, or nil when it holds none.
+-- fence and slot, or nil when it holds none. SET's expired members have
+-- been dropped.
 local function held_again(set, info, member, score)
   if not redis.call('ZSCORE', set, member) then return nil end
   redis.call('ZADD', set, score, member)
@@ -176,22 +233,17 @@ end
 // fence = max(last fence + 1, server time in µs): it keeps growing when the
 // counter is lost (FLUSHALL, restart without persistence).
 inline const std::string acquire = prelude + R"lua(
+clock()
 local me = ARGV[7] ~= '' and ('x:' .. ARGV[7]) or nil
-if redis.call('ZCARD', KEYS[4]) > 0 then
-  q_leave(me)
-  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
-end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+if live(KEYS[4]) > 0 then return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'}) end
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   if me then q_drop(me) end
   return {1, redis.call('HGET', KEYS[2], 'fence') or '0'}
 end
-if not q_admits('x', me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+if holder or live(KEYS[6]) > 0 or not q_admits('x', me, 1) then return q_busy(me) end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if me then q_drop(me) end
 local fence = new_fence()
@@ -223,11 +275,13 @@ return 1
 // {{pttl, holder fields}, ...} of the live readers, waiters in the queue};
 // pttl is -2 when no exclusive lock is held.
 inline constexpr const char *status_body = R"lua(
+clock()
+q_prune()
 local function holders(set, info, slot)
   local out = {}
-  local live = redis.call('ZRANGEBYSCORE', set, '(' .. num(now), '+inf', 'WITHSCORES')
-  for i = 1, #live, 2 do
-    local m = live[i]
+  local leases = redis.call('ZRANGEBYSCORE', set, '(' .. num(now), '+inf', 'WITHSCORES')
+  for i = 1, #leases, 2 do
+    local m = leases[i]
     local v = redis.call('HMGET', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since',
                          m .. ':fence', m .. ':slot')
     local fields = {'host', v[1] or '', 'pid', v[2] or '', 'user', v[3] or '', 'command', v[4] or '', 'since',
@@ -236,7 +290,7 @@ local function holders(set, info, slot)
       fields[#fields + 1] = 'slot'
       fields[#fields + 1] = v[7] or ''
     end
-    out[#out + 1] = {num(tonumber(live[i + 1]) - now), fields}
+    out[#out + 1] = {num(tonumber(leases[i + 1]) - now), fields}
   end
   return out
 end
@@ -250,7 +304,7 @@ inline const std::string status = prelude + status_body + "return result\n";
 // slot of a semaphore or every reader's share, whichever holds the name:
 // the status script's reply from before, or nil when it was free.
 inline const std::string force_release = prelude + status_body + R"lua(
-if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 and redis.call('ZCARD', KEYS[6]) == 0 then
+if redis.call('EXISTS', KEYS[1]) == 0 and live(KEYS[4]) == 0 and live(KEYS[6]) == 0 then
   return false
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
@@ -273,7 +327,7 @@ return 1
 // The counting semaphore (--limit N) on KEYS[4] and KEYS[5].
 namespace dlock::backend::redis::lua::server::semaphore {
 
-inline const std::string on_set = "local SET, INFO = KEYS[4], KEYS[5]\n";
+inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
 
 // ARGV: token, ttl ms, N, host, pid, user, command, the waiter's id ('':
 // a try). {1, fence, slot} when taken (again, with its fence and slot, if
@@ -283,31 +337,20 @@ inline const std::string on_set = "local SET, INFO = KEYS[4], KEYS[5]\n";
 // it with another N, {3, pttl} when it is held as an exclusive lock, {4,
 // ''} while live readers hold it as a shared lock. The fence comes from
 // the name's one counter, as the exclusive lock's.
-inline const std::string acquire = prelude + R"lua(
+inline const std::string acquire = prelude + on_set + R"lua(
 local kind = 's' .. ARGV[3]
 local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  q_leave(me)
-  return {3, redis.call('PTTL', KEYS[1])}
-end
-if redis.call('ZCARD', KEYS[6]) > 0 then
-  q_leave(me)
-  return {4, ''}
-end
+if redis.call('EXISTS', KEYS[1]) == 1 then return q_refuse(me, {3, redis.call('PTTL', KEYS[1])}) end
+if live(KEYS[6]) > 0 then return q_refuse(me, {4, ''}) end
 local limit = redis.call('HGET', KEYS[5], 'limit')
-if redis.call('ZCARD', KEYS[4]) > 0 and limit and limit ~= ARGV[3] then
-  q_leave(me)
-  return {2, limit}
-end
+local slots = redis.call('ZCARD', KEYS[4])
+if slots > 0 and limit and limit ~= ARGV[3] then return q_refuse(me, {2, limit}) end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
 local held = held_again(KEYS[4], KEYS[5], member, score)
 if held then return {1, held[1] or '0', held[2] or ''} end
-if not q_admits(kind, me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+local free = (slots > 0 and limit ~= ARGV[3]) and 0 or math.max((tonumber(ARGV[3]) or 0) - slots, 0)
+if not q_admits(kind, me, free) then return q_busy(me) end
 if me then q_drop(me) end
 local used = {}
 for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
@@ -335,7 +378,7 @@ inline const std::string release = prelude + on_set + drop_member + release_memb
 // who come after it out: writer preference is the queue's order.
 namespace dlock::backend::redis::lua::server::shared {
 
-inline const std::string on_set = "local SET, INFO = KEYS[6], KEYS[7]\n";
+inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[6], KEYS[7]\ndrop_expired(SET, INFO)\n";
 
 // ARGV: token, ttl ms, host, pid, user, command, the waiter's id ('': a
 // try). {1, fence} when taken (again, with its fence, if this token
@@ -343,21 +386,14 @@ inline const std::string on_set = "local SET, INFO = KEYS[6], KEYS[7]\n";
 // woken} while a writer holds the name or a waiter of another kind comes
 // first; {2, N} when live holders hold it as a semaphore of N. The fence
 // comes from the name's one counter, as a writer's.
-inline const std::string acquire = prelude + R"lua(
+inline const std::string acquire = prelude + on_set + R"lua(
 local me = ARGV[7] ~= '' and ('r:' .. ARGV[7]) or nil
-if redis.call('ZCARD', KEYS[4]) > 0 then
-  q_leave(me)
-  return {2, redis.call('HGET', KEYS[5], 'limit') or '0'}
-end
+if live(KEYS[4]) > 0 then return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'}) end
 local member = redis.sha1hex(ARGV[1])
 local score = num(now + tonumber(ARGV[2]))
 local held = held_again(KEYS[6], KEYS[7], member, score)
 if held then return {1, held[1] or '0'} end
-if not q_admits('r', me) then
-  q_join(me)
-  q_wake()
-  return {0, wait_ms()}
-end
+if not q_admits('r', me, redis.call('EXISTS', KEYS[1]) == 1 and 0 or 1e9) then return q_busy(me) end
 if me then q_drop(me) end
 local fence = new_fence()
 redis.call('ZADD', KEYS[6], score, member)
