@@ -59,9 +59,7 @@ start_holder dr read --shared
 [ "$(status_field read 'd["mode"]')" = shared ] || fail "status beside two readers: $("${DL[@]}" status read --json)"
 [ "$(status_field read 'len(d["holders"])')" = 2 ] ||
   fail "status does not list Curator's reader and dlock's: $("${DL[@]}" status read --json)"
-release_holder dr
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dr.err")"
+end_holder dr "$HOLDER_PID" "dlock run --shared"
 rw_release cr
 no_nodes_left /dlock/read
 
@@ -87,12 +85,9 @@ wait_until -t 10 _has_children /dlock/shared 3 || fail "Curator's writer never q
 [ "$(lock_waiters shared)" = 1 ] || fail "status shows $(lock_waiters shared) waiters while Curator's writer waits, expected 1"
 check_dlock_busy "Curator's writer waited (writer preference)" shared --shared
 ! grep -q '^acquired' "$tmpdir/cw2.out" || fail "Curator's writer got the lock beside dlock's reader"
-released=$(now_ms)
-release_holder dh
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+end_holder dh "$HOLDER_PID" "dlock run --shared"
 rw_wait_held cw2
-check_handover "Curator's writer got the lock" "dlock's reader" "$released" "$RW_HELD_MS"
+check_handover "Curator's writer got the lock" "dlock's reader" "$RELEASED_MS" "$RW_HELD_MS"
 [ "$RW_CZXID" -gt "$reader_fence" ] || fail "Curator's writer czxid $RW_CZXID is not above the reader's fence $reader_fence"
 # shellcheck disable=SC2016 # expanded by the job's shell
 "${DL[@]}" run --shared shared --wait 10s -- sh -c 'echo "$DLOCK_FENCE" >"$1"' sh "$tmpdir/waiter.fence" \
@@ -125,12 +120,9 @@ wait_until -t 10 _has_children /dlock/exclusive 3 || fail "Curator's reader neve
 [ "$(lock_waiters exclusive)" = 1 ] || fail "status shows $(lock_waiters exclusive) waiters while Curator's reader waits, expected 1"
 sleep 0.3
 ! grep -q '^acquired' "$tmpdir/cr2.out" || fail "Curator's reader got the lock beside dlock's exclusive lock"
-released=$(now_ms)
-release_holder dx
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dx.err")"
+end_holder dx "$HOLDER_PID" "dlock run"
 rw_wait_held cr2
-check_handover "Curator's reader got the lock" "dlock's job" "$released" "$RW_HELD_MS"
+check_handover "Curator's reader got the lock" "dlock's job" "$RELEASED_MS" "$RW_HELD_MS"
 [ "$RW_CZXID" -gt "$exclusive_fence" ] ||
   fail "Curator's reader czxid $RW_CZXID is not above dlock's fence $exclusive_fence"
 rw_release cr2

@@ -101,16 +101,11 @@ wait_until -t 10 _has_children "$LEASES" 3 || fail "Curator never made its lease
 [ "$(json '[l["name"] for l in d if l["name"].startswith("sem")]' <"$tmpdir/list.json")" = '["sem"]' ] ||
   fail "list shows more than the semaphore (its mutex?): $(cat "$tmpdir/list.json")"
 d2_pid=$HOLDER_PID
-released=$(now_ms)
-release_holder d2
-wait_exit "$d2_pid"
-[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d2.err")"
+end_holder d2 "$d2_pid" "dlock run --limit 2"
 sem_wait_held c2
-check_handover "Curator got its lease" "dlock's holder" "$released" "$SEM_HELD_MS"
+check_handover "Curator got its lease" "dlock's holder" "$RELEASED_MS" "$SEM_HELD_MS"
 sem_release c2
-release_holder d1
-wait_exit "$d1_pid"
-[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d1.err")"
+end_holder d1 "$d1_pid" "dlock run --limit 2"
 
 # 5. `dlock acquire --limit 2` (a keeper holds the session) takes one slot
 # beside Curator's lease: a Curator try is busy; renew works; release by

@@ -50,6 +50,9 @@
 #                            a `dlock run [OPTS] NAME --wait 20s` queued (N
 #                            children below PARENT) and stopped by SIGTERM
 #                            exits 143
+#   end_holder ID PID WHAT   release_holder ID (lib.sh); its dlock PID (WHAT,
+#                            for messages) must exit 0; sets RELEASED_MS, when
+#                            it was told to end
 #   check_handover WHO FROM RELEASED HELD_MS
 #                            WHO got its lock within k_handover_ms of FROM's
 #                            release at RELEASED (HELD_MS: when it held)
@@ -217,6 +220,13 @@ check_signalled_waiter() {
   [ "$rc" = 143 ] || fail "$who stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
 }
 
+end_holder() {
+  RELEASED_MS=$(now_ms)
+  release_holder "$1"
+  wait_exit "$2"
+  [ "$rc" = 0 ] || fail "$3 exited $rc; stderr: $(cat "$tmpdir/$1.err")"
+}
+
 check_handover() {
   local who=$1 from=$2 ms=$(($4 - $3))
   echo "$who $ms ms after $from was told to end (upper bound)"
@@ -353,7 +363,7 @@ check_foreign_holds() {
 # as a waiter, waits until dlock's job ends and is then handed the lock by
 # the watch within k_handover_ms; while it holds, dlock is busy again.
 check_dlock_holds() {
-  local name=$1 path=/dlock/$1 released node czxid
+  local name=$1 path=/dlock/$1 node czxid
 
   start_holder dh "$name"
   local holder=$HOLDER_PID fence
@@ -370,12 +380,9 @@ check_dlock_holds() {
   foreign_queue fw "$name" 3 "behind dlock's job"
   check_foreign_still_waits fw "$path" "dlock's job still ran"
 
-  released=$(now_ms)
-  release_holder dh
-  wait_exit "$holder"
-  [ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+  end_holder dh "$holder" "dlock run"
   foreign_wait_held fw 10
-  check_handover "$FOREIGN_NAME got $path" "dlock's job" "$released" "$FOREIGN_HELD_MS"
+  check_handover "$FOREIGN_NAME got $path" "dlock's job" "$RELEASED_MS" "$FOREIGN_HELD_MS"
   [ "$FOREIGN_CZXID" -gt "$fence" ] || fail "$FOREIGN_NAME's node czxid $FOREIGN_CZXID is not above dlock's fence $fence"
 
   check_dlock_busy "$FOREIGN_NAME held $path after the hand-over" "$name"
@@ -391,7 +398,7 @@ check_dlock_holds() {
 # the watch within k_handover_ms once the last one goes, its czxid above
 # both readers' fences; while it holds, a dlock reader is busy.
 check_dlock_readers_hold() {
-  local name=$1 path=/dlock/$1 released first second
+  local name=$1 path=/dlock/$1 first second
 
   start_holder r1 "$name" --shared
   local reader1=$HOLDER_PID
@@ -403,17 +410,12 @@ check_dlock_readers_hold() {
 
   check_foreign_try_busy "dlock's readers held $name" "$path" 4
   foreign_queue fr "$name" 5 "behind the readers"
-  release_holder r1
-  wait_exit "$reader1"
-  [ "$rc" = 0 ] || fail "the first dlock reader exited $rc; stderr: $(cat "$tmpdir/r1.err")"
+  end_holder r1 "$reader1" "the first dlock reader"
   check_foreign_still_waits fr "$path" "a dlock reader still held it"
 
-  released=$(now_ms)
-  release_holder r2
-  wait_exit "$reader2"
-  [ "$rc" = 0 ] || fail "the second dlock reader exited $rc; stderr: $(cat "$tmpdir/r2.err")"
+  end_holder r2 "$reader2" "the second dlock reader"
   foreign_wait_held fr 10
-  check_handover "$FOREIGN_NAME got $path" "dlock's last reader" "$released" "$FOREIGN_HELD_MS"
+  check_handover "$FOREIGN_NAME got $path" "dlock's last reader" "$RELEASED_MS" "$FOREIGN_HELD_MS"
   if [ "$second" -le "$first" ] || [ "$FOREIGN_CZXID" -le "$second" ]; then
     fail "fences do not rise: readers $first, $second, then $FOREIGN_NAME's czxid $FOREIGN_CZXID"
   fi
@@ -444,9 +446,7 @@ check_namespace_mapping() {
   [ "$rc" = 75 ] || fail "$FOREIGN_NAME's try on /jobs/nightly/db exited $rc ($out) while dlock --namespace jobs held nightly/db"
   capture "${FOREIGN[@]}" /dlock/nightly/db try 2000
   [ "$rc" = 0 ] || fail "$FOREIGN_NAME's try on /dlock/nightly/db exited $rc ($out) while only /jobs/nightly/db was held; stderr: $err"
-  release_holder nh
-  wait_exit "$HOLDER_PID"
-  [ "$rc" = 0 ] || fail "dlock --namespace jobs run exited $rc; stderr: $(cat "$tmpdir/nh.err")"
+  end_holder nh "$HOLDER_PID" "dlock --namespace jobs run"
 }
 
 # check_mixed_contention ROUNDS: two dlock workers and one of the other
