@@ -72,25 +72,40 @@ import sys
 import time
 
 
-class Register:
+class Overlaps:
+    """The overlaps of complete sections and, apart, those with an
+    unfinished section in them (its job killed before its write), each with
+    the longest span in seconds."""
+
+    def __init__(self):
+        self.complete = self.open = 0
+        self.longest = self.open_longest = 0.0
+
+    def add(self, complete, span):
+        if complete:
+            self.complete += 1
+            self.longest = max(self.longest, span)
+        else:
+            self.open += 1
+            self.open_longest = max(self.open_longest, span)
+
+
+class Sections:
+    """What both registers keep: one record per section in order of first
+    access, the counters every report has, and the report's frame (the
+    sections' intervals, the overlap totals, the records)."""
+
     def __init__(self):
         self.value = 0
-        self.max_seen = None           # highest fence of any READ or accepted WRITE
-        self.max_written = None        # highest fence of an accepted WRITE
-        self.max_written_by = None     # the section that wrote it
-        self.stale_reads = 0
-        self.sections = {}             # id -> record
-        self.order = []                # ids in order of first access
-        self.accepted = 0
-        self.stale_rejected = 0
-        self.stale_accepted = 0
-        self.lost_increments = 0
-        self.errors = 0
+        self.sections, self.order = {}, []
+        self.stale_reads = self.accepted = self.stale_rejected = 0
+        self.stale_accepted = self.lost_increments = self.errors = 0
 
-    def _section(self, sid, fence):
+    def _record(self, sid, fence, **extra):
+        """SID's record, made at its first access; EXTRA: a mode's fields."""
         rec = self.sections.get(sid)
         if rec is None:
-            rec = {"id": sid, "fence": fence, "read_wall": None, "read_mono": None,
+            rec = {"id": sid, "fence": fence, **extra, "read_wall": None, "read_mono": None,
                    "read_value": None, "write_wall": None, "write_mono": None,
                    "write_value": None, "result": None, "end_mono": None,
                    "end_wall": None, "closed_without_write": False}
@@ -98,39 +113,24 @@ class Register:
             self.order.append(sid)
         return rec
 
-    def read(self, fence, sid):
-        rec = self._section(sid, fence)
+    def _began(self, rec):
+        """REC's READ or ENTER: the section starts, having seen the value."""
         rec["read_wall"], rec["read_mono"] = time.time(), time.monotonic()
         rec["read_value"] = self.value
-        if self.max_seen is not None and fence < self.max_seen:
-            self.stale_reads += 1
-            rec["stale_read"] = True
-        else:
-            self.max_seen = fence
-        return str(self.value)
 
-    def write(self, value, fence, sid):
+    def _ended(self, rec, value):
+        """REC's WRITE or LEAVE (carrying VALUE): the section ends."""
         wall, mono = time.time(), time.monotonic()
-        rec = self._section(sid, fence)
         rec["write_wall"], rec["write_mono"] = wall, mono
         rec["end_wall"], rec["end_mono"] = wall, mono
         rec["write_value"] = value
-        if self.max_seen is not None and fence < self.max_seen:
-            self.stale_rejected += 1
-            rec["result"] = "STALE"
-            return "STALE"
-        if self.max_written is not None and fence <= self.max_written \
-                and self.max_written_by != sid:
-            # another section with the same fence has already written:
-            # two holders were handed one fence
-            self.stale_accepted += 1
-            rec["stale_accepted"] = True
-        if value != self.value + 1:
-            self.lost_increments += 1
-            rec["lost_increment"] = True
-        self.value = value
-        self.max_seen = fence
-        self.max_written, self.max_written_by = fence, sid
+
+    def _reject(self, rec):
+        self.stale_rejected += 1
+        rec["result"] = "STALE"
+        return "STALE"
+
+    def _accept(self, rec):
         self.accepted += 1
         rec["result"] = "OK"
         return "OK"
@@ -151,59 +151,98 @@ class Register:
                 "stale_writes_accepted": self.stale_accepted,
                 "lost_increments": self.lost_increments}
 
-    def report(self):
+    def _intervals(self):
+        """(start, end, id, complete) of every section that began, by start:
+        [read, write] when complete, else up to its close (its job was
+        killed before its write) or now."""
         now = time.monotonic()
         ivs = []
         for sid in self.order:
             r = self.sections[sid]
             start = r["read_mono"] if r["read_mono"] is not None else r["write_mono"]
-            end = r["end_mono"] if r["end_mono"] is not None else now
             if start is None:
                 continue
-            ivs.append((start, end, sid))
+            end = r["end_mono"] if r["end_mono"] is not None else now
+            complete = r["read_mono"] is not None and r["write_mono"] is not None
+            ivs.append((start, end, sid, complete))
         ivs.sort()
+        return ivs
+
+    def _report(self, overlaps, pairs, **extra):
+        """The report: stats(), EXTRA, the Overlaps, PAIRS and the records."""
+        rep = self.stats()
+        rep.update(extra)
+        rep.update({"overlaps": overlaps.complete,
+                    "longest_overlap_ms": round(overlaps.longest * 1000, 3),
+                    "open_overlaps": overlaps.open,
+                    "longest_open_overlap_ms": round(overlaps.open_longest * 1000, 3),
+                    "final_value": self.value, "errors": self.errors, "overlap_pairs": pairs,
+                    "records": [self.sections[s] for s in self.order]})
+        return rep
+
+
+class Register(Sections):
+    def __init__(self):
+        super().__init__()
+        self.max_seen = None           # highest fence of any READ or accepted WRITE
+        self.max_written = None        # highest fence of an accepted WRITE
+        self.max_written_by = None     # the section that wrote it
+
+    def read(self, fence, sid):
+        rec = self._record(sid, fence)
+        self._began(rec)
+        if self.max_seen is not None and fence < self.max_seen:
+            self.stale_reads += 1
+            rec["stale_read"] = True
+        else:
+            self.max_seen = fence
+        return str(self.value)
+
+    def write(self, value, fence, sid):
+        rec = self._record(sid, fence)
+        self._ended(rec, value)
+        if self.max_seen is not None and fence < self.max_seen:
+            return self._reject(rec)
+        if self.max_written is not None and fence <= self.max_written \
+                and self.max_written_by != sid:
+            # another section with the same fence has already written:
+            # two holders were handed one fence
+            self.stale_accepted += 1
+            rec["stale_accepted"] = True
+        if value != self.value + 1:
+            self.lost_increments += 1
+            rec["lost_increment"] = True
+        self.value = value
+        self.max_seen = fence
+        self.max_written, self.max_written_by = fence, sid
+        return self._accept(rec)
+
+    def report(self):
         # complete sections ([read, write]) and unfinished ones ([read, close]:
         # killed before their write) are counted apart
-        complete = {sid for sid in self.order if self.sections[sid]["write_mono"] is not None
-                    and self.sections[sid]["read_mono"] is not None}
-        overlaps, both_wrote, longest, pairs = 0, 0, 0.0, []
-        open_overlaps, open_longest = 0, 0.0
-        active = []  # (end, sid) of earlier sections
-        for start, end, sid in ivs:
-            active = [(e, s) for (e, s) in active if e > start]
-            for e, s in active:
+        overlaps, both_wrote, pairs = Overlaps(), 0, []
+        active = []  # (end, sid, complete) of earlier sections
+        for start, end, sid, complete in self._intervals():
+            active = [a for a in active if a[0] > start]
+            for e, s, c in active:
                 if s == sid:
                     continue
                 ov = min(e, end) - start
                 if ov <= 0:
                     continue
                 a, b = self.sections[s], self.sections[sid]
-                if s not in complete or sid not in complete:
-                    open_overlaps += 1
-                    open_longest = max(open_longest, ov)
-                else:
-                    overlaps += 1
-                    if a["result"] == "OK" and b["result"] == "OK":
-                        both_wrote += 1
-                    longest = max(longest, ov)
+                overlaps.add(c and complete, ov)
+                if c and complete and a["result"] == "OK" and b["result"] == "OK":
+                    both_wrote += 1
                 if len(pairs) < 200:
                     pairs.append({"a": s, "b": sid, "overlap_ms": round(ov * 1000, 3),
                                   "a_fence": a["fence"], "b_fence": b["fence"],
                                   "a_result": a["result"], "b_result": b["result"]})
-            active.append((end, sid))
-        rep = self.stats()
-        rep.update({"overlaps": overlaps, "overlaps_both_wrote": both_wrote,
-                    "longest_overlap_ms": round(longest * 1000, 3),
-                    "open_overlaps": open_overlaps,
-                    "longest_open_overlap_ms": round(open_longest * 1000, 3),
-                    "final_value": self.value,
-                    "errors": self.errors,
-                    "overlap_pairs": pairs,
-                    "records": [self.sections[s] for s in self.order]})
-        return rep
+            active.append((end, sid, complete))
+        return self._report(overlaps, pairs, overlaps_both_wrote=both_wrote)
 
 
-class ModeRegister:
+class ModeRegister(Sections):
     """The register of a semaphore (--mode sem --limit N) or of a shared
     lock (--mode rw). A section is [ENTER, LEAVE] (or [ENTER, close]).
 
@@ -225,37 +264,27 @@ class ModeRegister:
     from reader overlaps (allowed)."""
 
     def __init__(self, mode, limit):
+        super().__init__()
         self.mode, self.limit = mode, limit
-        self.value = 0
-        self.sections, self.order = {}, []
         self.max_seen = {}             # slot (or "rw") -> highest fence of an ENTER or accepted LEAVE
         self.max_written = {}          # slot -> (fence, section) of the highest accepted LEAVE
         self.max_writer = None         # rw: highest writer fence of an ENTER or accepted LEAVE
         self.fences_used = {}          # sem without slot: fence -> section
         self.last_fence = {}           # sem without slot: client -> last fence
-        self.stale_reads = self.accepted = self.stale_rejected = 0
-        self.stale_accepted = self.lost_increments = self.fence_order = self.errors = 0
+        self.fence_order = 0
         self.roles = {}
 
     def _section(self, sid, role, fence, slot):
-        rec = self.sections.get(sid)
-        if rec is None:
-            rec = {"id": sid, "role": role, "fence": fence, "slot": slot, "read_wall": None,
-                   "read_mono": None, "read_value": None, "write_wall": None, "write_mono": None,
-                   "write_value": None, "result": None, "end_mono": None, "end_wall": None,
-                   "closed_without_write": False}
-            self.sections[sid] = rec
-            self.order.append(sid)
+        if sid not in self.sections:
             self.roles[role] = self.roles.get(role, 0) + 1
-        return rec
+        return self._record(sid, fence, role=role, slot=slot)
 
     def _key(self, slot):
         return "rw" if self.mode == "rw" else slot
 
     def enter(self, role, fence, slot, sid):
         rec = self._section(sid, role, fence, slot)
-        rec["read_wall"], rec["read_mono"] = time.time(), time.monotonic()
-        rec["read_value"] = self.value
+        self._began(rec)
         if self.mode == "sem" and slot is None:
             return str(self.value)
         key = self._key(slot)
@@ -270,11 +299,8 @@ class ModeRegister:
         return str(self.value)
 
     def leave(self, role, fence, slot, sid, value):
-        wall, mono = time.time(), time.monotonic()
         rec = self._section(sid, role, fence, slot)
-        rec["write_wall"], rec["write_mono"] = wall, mono
-        rec["end_wall"], rec["end_mono"] = wall, mono
-        rec["write_value"] = value
+        self._ended(rec, value)
         if self.mode == "sem" and slot is None:
             other = self.fences_used.get(fence)
             if other is not None and other != sid:
@@ -287,15 +313,11 @@ class ModeRegister:
                 self.fence_order += 1
                 rec["fence_order"] = True
             self.last_fence[client] = fence
-            self.accepted += 1
-            rec["result"] = "OK"
-            return "OK"
+            return self._accept(rec)
         key = self._key(slot)
         floor = self.max_writer if role == "r" else self.max_seen.get(key)
         if floor is not None and fence < floor:
-            self.stale_rejected += 1
-            rec["result"] = "STALE"
-            return "STALE"
+            return self._reject(rec)
         written = self.max_written.get(key)
         if role == "r":
             bad = self.max_writer is not None and fence < self.max_writer
@@ -313,43 +335,20 @@ class ModeRegister:
         self.max_seen[key] = max(fence, self.max_seen.get(key, fence))
         if written is None or fence > written[0]:
             self.max_written[key] = (fence, sid)
-        self.accepted += 1
-        rec["result"] = "OK"
-        return "OK"
-
-    closed = Register.closed
+        return self._accept(rec)
 
     def stats(self):
-        return {"sections": len(self.sections), "value": self.value, "mode": self.mode,
-                "limit": self.limit, "roles": self.roles,
-                "accepted_writes": self.accepted,
-                "stale_writes_rejected": self.stale_rejected,
-                "stale_reads": self.stale_reads,
-                "stale_writes_accepted": self.stale_accepted,
-                "lost_increments": self.lost_increments,
-                "fence_order": self.fence_order}
+        return dict(super().stats(), mode=self.mode, limit=self.limit, roles=self.roles,
+                    fence_order=self.fence_order)
 
     def report(self):
-        now = time.monotonic()
-        ivs = []
-        for sid in self.order:
-            r = self.sections[sid]
-            start = r["read_mono"] if r["read_mono"] is not None else r["write_mono"]
-            if start is None:
-                continue
-            end = r["end_mono"] if r["end_mono"] is not None else now
-            complete = r["read_mono"] is not None and r["write_mono"] is not None
-            ivs.append((start, end, sid, complete))
-        ivs.sort()
-        rep = self.stats()
-        rep["slots"] = sorted({r["slot"] for r in self.sections.values() if r["slot"] is not None})
-        rep["without_slot"] = sum(1 for r in self.sections.values() if r["slot"] is None)
-        pairs = []
+        ivs = self._intervals()
+        slots = sorted({r["slot"] for r in self.sections.values() if r["slot"] is not None})
+        without_slot = sum(1 for r in self.sections.values() if r["slot"] is None)
+        overlaps, pairs = Overlaps(), []
         if self.mode == "sem":
             # a section that began while `limit` or more others ran: more
             # than limit at once; complete sections apart from the others
-            over = open_over = 0
-            longest = open_longest = 0.0
             max_conc = 0
             active = []
             for start, end, sid, complete in ivs:
@@ -363,12 +362,7 @@ class ModeRegister:
                     # them ended
                     ends = sorted([a[0] for a in (done if both else active)] + [end])
                     span = ends[len(ends) - self.limit - 1] - start
-                    if both:
-                        over += 1
-                        longest = max(longest, span)
-                    else:
-                        open_over += 1
-                        open_longest = max(open_longest, span)
+                    overlaps.add(both, span)
                     if len(pairs) < 200:
                         pairs.append({"section": sid, "fence": self.sections[sid]["fence"],
                                       "slot": self.sections[sid]["slot"],
@@ -376,13 +370,9 @@ class ModeRegister:
                                                    self.sections[a[1]]["slot"]] for a in active],
                                       "overlap_ms": round(span * 1000, 3)})
                 active.append((end, sid, complete))
-            rep.update({"overlaps": over, "longest_overlap_ms": round(longest * 1000, 3),
-                        "open_overlaps": open_over,
-                        "longest_open_overlap_ms": round(open_longest * 1000, 3),
-                        "max_concurrent": max_conc, "reader_overlaps": 0})
+            extra = {"max_concurrent": max_conc, "reader_overlaps": 0}
         else:
-            over = open_over = readers = 0
-            longest = open_longest = 0.0
+            readers = 0
             active = []
             for start, end, sid, complete in ivs:
                 active = [a for a in active if a[0] > start]
@@ -395,25 +385,15 @@ class ModeRegister:
                     if a["role"] == "r" and b["role"] == "r":
                         readers += 1
                         continue
-                    if complete and c:
-                        over += 1
-                        longest = max(longest, ov)
-                    else:
-                        open_over += 1
-                        open_longest = max(open_longest, ov)
+                    overlaps.add(complete and c, ov)
                     if len(pairs) < 200:
                         pairs.append({"a": s, "b": sid, "overlap_ms": round(ov * 1000, 3),
                                       "a_role": a["role"], "b_role": b["role"],
                                       "a_fence": a["fence"], "b_fence": b["fence"],
                                       "a_result": a["result"], "b_result": b["result"]})
                 active.append((end, sid, complete))
-            rep.update({"overlaps": over, "longest_overlap_ms": round(longest * 1000, 3),
-                        "open_overlaps": open_over,
-                        "longest_open_overlap_ms": round(open_longest * 1000, 3),
-                        "reader_overlaps": readers})
-        rep.update({"final_value": self.value, "errors": self.errors, "overlap_pairs": pairs,
-                    "records": [self.sections[s] for s in self.order]})
-        return rep
+            extra = {"reader_overlaps": readers}
+        return self._report(overlaps, pairs, slots=slots, without_slot=without_slot, **extra)
 
 
 def main():

@@ -10,9 +10,5 @@ SCENARIO="zookeeper: Curator's InterProcessMutex interoperates"
 . "$(dirname "$0")/interop/zk_interop_lib.sh"
 use_zk_interop curator
 
-check_foreign_holds nightly
-check_dlock_holds report
-check_dlock_readers_hold readers
-check_namespace_mapping
-check_mixed_contention 8
+check_lock_interop
 pass

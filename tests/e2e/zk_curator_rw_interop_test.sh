@@ -16,21 +16,7 @@ SCENARIO="zookeeper: Curator's InterProcessReadWriteLock interoperates"
 . "$(dirname "$0")/interop/zk_interop_lib.sh"
 use_zk_interop curator
 
-# FOREIGN is CuratorLock's command line: the same JVM and class path, with
-# CuratorReadWrite compiled beside it.
-RW=()
-classpath=
-for ((i = 0; i < ${#FOREIGN[@]}; i++)); do
-  word=${FOREIGN[i]}
-  case $word in
-  -cp) classpath=${FOREIGN[i + 1]} ;;
-  CuratorLock) word=CuratorReadWrite ;;
-  esac
-  RW+=("$word")
-done
-[ -n "$classpath" ] || fail "no class path in the Curator command line: ${FOREIGN[*]}"
-javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop_dir/CuratorReadWrite.java" \
-  2>"$tmpdir/javac-rw.err" || fail "javac CuratorReadWrite.java failed: $(head -5 "$tmpdir/javac-rw.err")"
+curator_command RW CuratorReadWrite
 READ_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-__READ__[0-9]{10}$'
 
 # rw_hold ID PATH read|write: Curator waits for that lock on PATH in the
@@ -38,42 +24,19 @@ READ_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-_
 rw_hold() { interop_start "$1" Curator "its lock" acquired released "${RW[@]}" "$2" "$3"; }
 
 # rw_wait_held ID [S]: wait until ID holds; sets RW_CZXID, RW_HELD_MS.
-rw_wait_held() {
-  interop_wait_held "$@"
-  RW_HELD_MS=$INTEROP_HELD_MS
-  RW_CZXID=$INTEROP_CZXID
-}
+rw_wait_held() { interop_wait_held_as RW "$@"; }
 
 rw_release() { interop_release "$1"; }
-
-# status_field NAME EXPR: EXPR of dlock status NAME --json.
-status_field() {
-  "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"
-}
-
-no_nodes_left() {
-  [ "$(zk_child_count "$1")" = 0 ] || fail "nodes are left below $1: $(children "$1")"
-}
 
 # 1. Curator's write lock held: dlock's readers (and writers) are busy; a
 # reader that gives up waiting or is stopped by a signal leaves no node.
 rw_hold cw /dlock/written write
 rw_wait_held cw
-capture "${DL[@]}" run --shared written -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "dlock run --shared exited $rc while Curator's write lock was held, expected 75; stderr: $err"
-[ ! -e "$tmpdir/ran" ] || fail "dlock --shared ran its command beside Curator's write lock"
+check_dlock_busy "Curator's write lock was held" written --shared
 assert_one_line_message "busy under Curator's write lock" "$err"
-capture "${DL[@]}" run written -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "dlock run exited $rc while Curator's write lock was held, expected 75; stderr: $err"
-capture "${DL[@]}" run --shared written --wait 300ms -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "dlock run --shared --wait 300ms exited $rc under Curator's write lock, expected 75; stderr: $err"
-"${DL[@]}" run --shared written --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
-signalled=$!
-track "$signalled"
-wait_until -t 10 _has_children /dlock/written 2 || fail "the waiting reader never queued: $(cat "$tmpdir/signalled.err")"
-kill -TERM "$signalled"
-wait_exit "$signalled"
-[ "$rc" = 143 ] || fail "a waiting reader stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+check_dlock_busy "Curator's write lock was held" written
+check_dlock_busy "Curator's write lock was held" written --shared --wait 300ms
+check_signalled_waiter /dlock/written 2 "a waiting reader" --shared written
 [ ! -e "$tmpdir/ran" ] || fail "dlock --shared ran its command beside Curator's write lock"
 [ "$(zk_child_count /dlock/written)" = 1 ] || fail "the busy runs left nodes behind: $(children /dlock/written)"
 [ "$(status_field written 'd["mode"]')" = exclusive ] ||
@@ -91,16 +54,12 @@ capture "${DL[@]}" run --shared read -- sh -c 'echo "$DLOCK_FENCE"'
 if ! [[ $out =~ ^[0-9]+$ ]] || [ "$out" -le "$RW_CZXID" ]; then
   fail "dlock's reader fence '$out' is not above the czxid $RW_CZXID of Curator's reader node"
 fi
-capture "${DL[@]}" run read -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "dlock run (exclusive) exited $rc while Curator's read lock was held, expected 75; stderr: $err"
-[ ! -e "$tmpdir/ran" ] || fail "dlock ran an exclusive command beside Curator's read lock"
+check_dlock_busy "Curator's read lock was held" read
 start_holder dr read --shared
 [ "$(status_field read 'd["mode"]')" = shared ] || fail "status beside two readers: $("${DL[@]}" status read --json)"
 [ "$(status_field read 'len(d["holders"])')" = 2 ] ||
   fail "status does not list Curator's reader and dlock's: $("${DL[@]}" status read --json)"
-release_holder dr
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dr.err")"
+end_holder dr "$HOLDER_PID" "dlock run --shared"
 rw_release cr
 no_nodes_left /dlock/read
 
@@ -124,17 +83,11 @@ capture "${RW[@]}" /dlock/shared write try 1000
 rw_hold cw2 /dlock/shared write
 wait_until -t 10 _has_children /dlock/shared 3 || fail "Curator's writer never queued; stderr: $(cat "$tmpdir/cw2.err")"
 [ "$(lock_waiters shared)" = 1 ] || fail "status shows $(lock_waiters shared) waiters while Curator's writer waits, expected 1"
-capture "${DL[@]}" run --shared shared -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "a new dlock reader exited $rc while Curator's writer waited, expected 75 (writer preference)"
-[ ! -e "$tmpdir/ran" ] || fail "a new dlock reader ran ahead of Curator's waiting writer"
+check_dlock_busy "Curator's writer waited (writer preference)" shared --shared
 ! grep -q '^acquired' "$tmpdir/cw2.out" || fail "Curator's writer got the lock beside dlock's reader"
-released=$(now_ms)
-release_holder dh
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run --shared exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+end_holder dh "$HOLDER_PID" "dlock run --shared"
 rw_wait_held cw2
-echo "Curator's writer got the lock $((RW_HELD_MS - released)) ms after dlock's reader was told to end (upper bound)"
-[ $((RW_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator's writer was not woken by the watch"
+check_handover "Curator's writer got the lock" "dlock's reader" "$RELEASED_MS" "$RW_HELD_MS"
 [ "$RW_CZXID" -gt "$reader_fence" ] || fail "Curator's writer czxid $RW_CZXID is not above the reader's fence $reader_fence"
 # shellcheck disable=SC2016 # expanded by the job's shell
 "${DL[@]}" run --shared shared --wait 10s -- sh -c 'echo "$DLOCK_FENCE" >"$1"' sh "$tmpdir/waiter.fence" \
@@ -167,13 +120,9 @@ wait_until -t 10 _has_children /dlock/exclusive 3 || fail "Curator's reader neve
 [ "$(lock_waiters exclusive)" = 1 ] || fail "status shows $(lock_waiters exclusive) waiters while Curator's reader waits, expected 1"
 sleep 0.3
 ! grep -q '^acquired' "$tmpdir/cr2.out" || fail "Curator's reader got the lock beside dlock's exclusive lock"
-released=$(now_ms)
-release_holder dx
-wait_exit "$HOLDER_PID"
-[ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dx.err")"
+end_holder dx "$HOLDER_PID" "dlock run"
 rw_wait_held cr2
-echo "Curator's reader got the lock $((RW_HELD_MS - released)) ms after dlock's job was told to end (upper bound)"
-[ $((RW_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator's reader was not woken by the watch"
+check_handover "Curator's reader got the lock" "dlock's job" "$RELEASED_MS" "$RW_HELD_MS"
 [ "$RW_CZXID" -gt "$exclusive_fence" ] ||
   fail "Curator's reader czxid $RW_CZXID is not above dlock's fence $exclusive_fence"
 rw_release cr2

@@ -15,21 +15,7 @@ SCENARIO="zookeeper: Curator's InterProcessSemaphoreV2 shares the slots with dlo
 . "$(dirname "$0")/interop/zk_interop_lib.sh"
 use_zk_interop curator
 
-# FOREIGN is CuratorLock's command line: the same JVM and class path, with
-# CuratorSemaphore compiled beside it.
-SEM=()
-classpath=
-for ((i = 0; i < ${#FOREIGN[@]}; i++)); do
-  word=${FOREIGN[i]}
-  case $word in
-  -cp) classpath=${FOREIGN[i + 1]} ;;
-  CuratorLock) word=CuratorSemaphore ;;
-  esac
-  SEM+=("$word")
-done
-[ -n "$classpath" ] || fail "no class path in the Curator command line: ${FOREIGN[*]}"
-javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop_dir/CuratorSemaphore.java" \
-  2>"$tmpdir/javac-sem.err" || fail "javac CuratorSemaphore.java failed: $(head -5 "$tmpdir/javac-sem.err")"
+curator_command SEM CuratorSemaphore
 LEASE_NODE_RE='^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-[0-9]{10}$'
 SEM_PATH=/dlock/sem
 LEASES=$SEM_PATH/leases
@@ -40,17 +26,9 @@ LOCKS=$SEM_PATH/locks
 sem_hold() { interop_start "$1" Curator "a lease" acquired released "${SEM[@]}" "$SEM_PATH" 2; }
 
 # sem_wait_held ID [S]: wait until ID holds; sets SEM_CZXID, SEM_HELD_MS.
-sem_wait_held() {
-  interop_wait_held "$@"
-  SEM_HELD_MS=$INTEROP_HELD_MS
-  SEM_CZXID=$INTEROP_CZXID
-}
+sem_wait_held() { interop_wait_held_as SEM "$@"; }
 
 sem_release() { interop_release "$1"; }
-
-status_field() {
-  "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"
-}
 
 leases_are() {
   [ "$(zk_child_count "$LEASES")" = "$1" ] || fail "$2: $(zk_child_count "$LEASES") lease nodes, expected $1: $(children "$LEASES")"
@@ -76,12 +54,9 @@ grep -q " czxid=$d1_fence\$" "$tmpdir/leases" || fail "no lease node has dlock's
 while read -r node _; do
   [[ $node =~ $LEASE_NODE_RE ]] || fail "a lease node is named '$node', expected /$LEASE_NODE_RE/"
 done <"$tmpdir/leases"
-capture "${DL[@]}" run --limit 2 sem -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "a third holder of --limit 2 exited $rc, expected 75; stderr: $err"
-[ ! -e "$tmpdir/ran" ] || fail "a third holder ran beside Curator's lease and dlock's"
+check_dlock_busy "Curator's lease and dlock's filled the two slots" sem --limit 2
 assert_one_line_message "busy semaphore" "$err"
-capture "${DL[@]}" run --limit 2 sem --wait 300ms -- touch "$tmpdir/ran"
-[ "$rc" = 75 ] || fail "a third holder with --wait 300ms exited $rc, expected 75; stderr: $err"
+check_dlock_busy "Curator's lease and dlock's filled the two slots" sem --limit 2 --wait 300ms
 capture "${SEM[@]}" "$SEM_PATH" 2 try 1000
 [[ $rc = 75 && $out = busy ]] || fail "Curator's try beside two holders: exit $rc, '$out' (expected 75, busy); stderr: $err"
 leases_are 2 "after the busy tries"
@@ -95,13 +70,7 @@ mutex_is_free "after the busy tries"
 capture "${DL[@]}" run --limit 3 sem -- touch "$tmpdir/ran"
 [ "$rc" = 78 ] || fail "--limit 3 beside a dlock holder of --limit 2 exited $rc, expected 78; stderr: $err"
 [[ $err == *"--limit 2"* ]] || fail "the refusal does not name the other limit: $err"
-"${DL[@]}" run --limit 2 sem --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
-signalled=$!
-track "$signalled"
-wait_until -t 10 _has_children "$LEASES" 3 || fail "the waiting dlock never made its lease node: $(cat "$tmpdir/signalled.err")"
-kill -TERM "$signalled"
-wait_exit "$signalled"
-[ "$rc" = 143 ] || fail "a waiter stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+check_signalled_waiter "$LEASES" 3 "a waiting dlock --limit 2" --limit 2 sem
 leases_are 2 "after the signalled waiter"
 mutex_is_free "after the signalled waiter"
 
@@ -132,17 +101,11 @@ wait_until -t 10 _has_children "$LEASES" 3 || fail "Curator never made its lease
 [ "$(json '[l["name"] for l in d if l["name"].startswith("sem")]' <"$tmpdir/list.json")" = '["sem"]' ] ||
   fail "list shows more than the semaphore (its mutex?): $(cat "$tmpdir/list.json")"
 d2_pid=$HOLDER_PID
-released=$(now_ms)
-release_holder d2
-wait_exit "$d2_pid"
-[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d2.err")"
+end_holder d2 "$d2_pid" "dlock run --limit 2"
 sem_wait_held c2
-echo "Curator got its lease $((SEM_HELD_MS - released)) ms after dlock's holder was told to end (upper bound)"
-[ $((SEM_HELD_MS - released)) -lt "$k_handover_ms" ] || fail "Curator was not woken by the watch"
+check_handover "Curator got its lease" "dlock's holder" "$RELEASED_MS" "$SEM_HELD_MS"
 sem_release c2
-release_holder d1
-wait_exit "$d1_pid"
-[ "$rc" = 0 ] || fail "dlock run --limit 2 exited $rc; stderr: $(cat "$tmpdir/d1.err")"
+end_holder d1 "$d1_pid" "dlock run --limit 2"
 
 # 5. `dlock acquire --limit 2` (a keeper holds the session) takes one slot
 # beside Curator's lease: a Curator try is busy; renew works; release by

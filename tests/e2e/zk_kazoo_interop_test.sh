@@ -11,9 +11,5 @@ SCENARIO="zookeeper: kazoo's Lock interoperates"
 . "$(dirname "$0")/interop/zk_interop_lib.sh"
 use_zk_interop kazoo
 
-check_foreign_holds nightly
-check_dlock_holds report
-check_dlock_readers_hold readers
-check_namespace_mapping
-check_mixed_contention 8
+check_lock_interop
 pass

@@ -10,6 +10,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/holder_json.hpp"
+#include "redis_replies.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -115,22 +116,7 @@ TEST_CASE("a Redis array header with a huge element count is a protocol error, n
 TEST_CASE("a Redis holder's since beyond what the system clock holds is unknown, not an overflow") {
   // Found by tests/fuzz/redis_status: "since" 9692712313647 (the year 2277)
   // overflowed the clock's nanoseconds.
-  using dlock::backend::redis::Reply;
-  auto fields = [](const std::string &since) {
-    Reply reply;
-    reply.type = Reply::Type::array;
-    for (const char *text : {"pid", "42", "since"}) {
-      Reply element;
-      element.type = Reply::Type::string;
-      element.str = text;
-      reply.elements.push_back(element);
-    }
-    Reply value;
-    value.type = Reply::Type::string;
-    value.str = since;
-    reply.elements.push_back(value);
-    return reply;
-  };
+  auto fields = [](const std::string &since) { return redis_replies::texts({"pid", "42", "since", since}); };
   CHECK(backend::redis::holder_from(fields("9692712313647")).since.time_since_epoch().count() == 0);
   CHECK(backend::redis::holder_from(fields("-9692712313647")).since.time_since_epoch().count() == 0);
   CHECK(to_unix_ms(backend::redis::holder_from(fields("1796292313647")).since) == 1796292313647);

@@ -15,21 +15,9 @@ using namespace redis_replies;
 
 namespace {
 
-Reply fields(const std::string &pid, const std::string &fence, const std::string &slot = "") {
-  return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),
-                text("since"), text("1796292313647"), text("fence"), text(fence), text("slot"), text(slot)});
-}
-
 // The status script's reply for a name nobody holds exclusively.
 Reply semaphore_reply(std::vector<Reply> holders) {
   return array({integer(-2), array({}), text("41"), text("3"), array(std::move(holders))});
-}
-
-LockStatus read(const Reply &reply) {
-  Keys keys = keys_for("dlock", "sem");
-  LockStatus status = status_from("sem", reply, keys);
-  add_semaphore_status(status, reply, keys);
-  return status;
 }
 
 } // namespace
@@ -47,8 +35,8 @@ TEST_CASE("a semaphore token says so, and is neither an exclusive lock's nor a k
 }
 
 TEST_CASE("a semaphore's status lists each live slot with its number, holder, fence and time left") {
-  LockStatus status = read(semaphore_reply(
-      {array({text("1500"), fields("10", "42", "2")}), array({text("29000"), fields("11", "43", "0")})}));
+  LockStatus status = status_of("sem", semaphore_reply({array({text("1500"), holder_fields("10", "42", "2")}),
+                                                        array({text("29000"), holder_fields("11", "43", "0")})}));
   CHECK(status.held);
   CHECK(status.mode == HoldMode::semaphore);
   REQUIRE(status.limit);
@@ -69,7 +57,7 @@ TEST_CASE("a semaphore's status lists each live slot with its number, holder, fe
 }
 
 TEST_CASE("a semaphore without live slots is free, with the name's last fence") {
-  LockStatus status = read(semaphore_reply({}));
+  LockStatus status = status_of("sem", semaphore_reply({}));
   CHECK_FALSE(status.held);
   CHECK(status.mode == HoldMode::exclusive);
   CHECK(status.fence == 41u);
@@ -77,8 +65,8 @@ TEST_CASE("a semaphore without live slots is free, with the name's last fence") 
 }
 
 TEST_CASE("an exclusive holder's status is not mistaken for a semaphore's") {
-  Reply reply = array({integer(900), fields("7", "44"), text("44"), text(""), array({})});
-  LockStatus status = read(reply);
+  Reply reply = array({integer(900), holder_fields("7", "44", ""), text("44"), text(""), array({})});
+  LockStatus status = status_of("sem", reply);
   CHECK(status.held);
   CHECK(status.mode == HoldMode::exclusive);
   REQUIRE(status.holder);
@@ -87,11 +75,12 @@ TEST_CASE("an exclusive holder's status is not mistaken for a semaphore's") {
 }
 
 TEST_CASE("a garbled slot in a semaphore's status is an error, not a holder") {
-  CHECK_THROWS_AS(read(semaphore_reply({text("1500")})), UnavailableError);
-  CHECK_THROWS_AS(read(semaphore_reply({array({text("1500")})})), UnavailableError);
+  CHECK_THROWS_AS(status_of("sem", semaphore_reply({text("1500")})), UnavailableError);
+  CHECK_THROWS_AS(status_of("sem", semaphore_reply({array({text("1500")})})), UnavailableError);
   // A limit that is not one is left out, the holders still listed.
-  Reply reply = array({integer(-2), array({}), text(""), text("many"), array({array({text("5"), fields("1", "2")})})});
-  LockStatus status = read(reply);
+  Reply reply =
+      array({integer(-2), array({}), text(""), text("many"), array({array({text("5"), holder_fields("1", "2", "")})})});
+  LockStatus status = status_of("sem", reply);
   CHECK(status.held);
   CHECK_FALSE(status.limit);
   REQUIRE(status.holders.size() == 1);

@@ -16,22 +16,9 @@ using namespace redis_replies;
 
 namespace {
 
-Reply fields(const std::string &pid, const std::string &fence) {
-  return array({text("host"), text("h1"), text("pid"), text(pid), text("user"), text("u"), text("command"), text("job"),
-                text("since"), text("1796292313647"), text("fence"), text(fence)});
-}
-
 // The status script's reply for a name no writer holds and no semaphore.
 Reply readers_reply(std::vector<Reply> readers) {
   return array({integer(-2), array({}), text("41"), text(""), array({}), array(std::move(readers))});
-}
-
-LockStatus read(const Reply &reply) {
-  Keys keys = keys_for("dlock", "rw");
-  LockStatus status = status_from("rw", reply, keys);
-  add_semaphore_status(status, reply, keys);
-  add_shared_status(status, reply, keys);
-  return status;
 }
 
 } // namespace
@@ -67,8 +54,8 @@ TEST_CASE("a name's readers and its queue of waiters have keys of their own unde
 }
 
 TEST_CASE("a shared lock's status lists each live reader with its holder, fence and time left") {
-  LockStatus status =
-      read(readers_reply({array({text("1500"), fields("10", "42")}), array({text("900"), fields("11", "43")})}));
+  LockStatus status = status_of("rw", readers_reply({array({text("1500"), holder_fields("10", "42")}),
+                                                     array({text("900"), holder_fields("11", "43")})}));
   CHECK(status.held);
   CHECK(status.mode == HoldMode::shared);
   CHECK_FALSE(status.limit);
@@ -88,19 +75,19 @@ TEST_CASE("a shared lock's status lists each live reader with its holder, fence 
 }
 
 TEST_CASE("a name without live readers is free, with its last fence") {
-  LockStatus status = read(readers_reply({}));
+  LockStatus status = status_of("rw", readers_reply({}));
   CHECK_FALSE(status.held);
   CHECK(status.mode == HoldMode::exclusive);
   CHECK(status.fence == 41u);
   CHECK(status.holders.empty());
   // A reply from before the readers' part (five elements) is free too.
-  status = read(array({integer(-2), array({}), text("41"), text(""), array({})}));
+  status = status_of("rw", array({integer(-2), array({}), text("41"), text(""), array({})}));
   CHECK_FALSE(status.held);
 }
 
 TEST_CASE("while a writer holds the name, its status is the exclusive lock's") {
-  Reply reply = array({integer(900), fields("7", "44"), text("44"), text(""), array({}), array({})});
-  LockStatus status = read(reply);
+  Reply reply = array({integer(900), holder_fields("7", "44"), text("44"), text(""), array({}), array({})});
+  LockStatus status = status_of("rw", reply);
   CHECK(status.held);
   CHECK(status.mode == HoldMode::exclusive);
   REQUIRE(status.holder);
@@ -111,11 +98,11 @@ TEST_CASE("while a writer holds the name, its status is the exclusive lock's") {
 }
 
 TEST_CASE("a garbled reader in a shared lock's status is an error, not a holder") {
-  CHECK_THROWS_AS(read(readers_reply({text("1500")})), UnavailableError);
-  CHECK_THROWS_AS(read(readers_reply({array({text("1500")})})), UnavailableError);
-  CHECK_THROWS_AS(read(readers_reply({array({text("1500"), text("pid")})})), UnavailableError);
+  CHECK_THROWS_AS(status_of("rw", readers_reply({text("1500")})), UnavailableError);
+  CHECK_THROWS_AS(status_of("rw", readers_reply({array({text("1500")})})), UnavailableError);
+  CHECK_THROWS_AS(status_of("rw", readers_reply({array({text("1500"), text("pid")})})), UnavailableError);
   // A time left that is not a number is left out, the reader still listed.
-  LockStatus status = read(readers_reply({array({text("soon"), fields("1", "2")})}));
+  LockStatus status = status_of("rw", readers_reply({array({text("soon"), holder_fields("1", "2")})}));
   REQUIRE(status.holders.size() == 1);
   CHECK_FALSE(status.holders[0].time_left);
   CHECK(status.holders[0].fence == 2u);

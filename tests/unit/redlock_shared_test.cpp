@@ -15,9 +15,7 @@ using namespace redis_replies;
 namespace {
 
 Reply reader(const std::string &member, long long left, const std::string &fence) {
-  return array({text(member), text(std::to_string(left)),
-                array({text("host"), text("h1"), text("pid"), text("7"), text("user"), text("u"), text("command"),
-                       text("job"), text("since"), text("1796292313647"), text("fence"), text(fence)})});
+  return array({text(member), text(std::to_string(left)), holder_fields("7", fence)});
 }
 
 // One node's answer to the Redlock status script: no writer, these readers.

@@ -10,6 +10,8 @@ docstring the suite's documentation). Modules:
                server-restart-persist)
   cell         one backend x scenario cell: register, clients, fault loop,
                result
+  acceptance   the checks every row (a cell's, each mode's) makes of its
+               register's counters
   report       the table and the per-cell details
   main         argument parsing, the inner (inside a wrapper) and outer runs
 """

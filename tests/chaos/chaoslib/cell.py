@@ -13,6 +13,7 @@ import time
 import uuid
 
 from . import modes
+from .acceptance import register_failures
 from .observer import Observer, outlived
 from .procs import alive, children, job_children, killpg, marked
 
@@ -337,15 +338,7 @@ def any_failures(r):
 
 
 def acceptance(r, scenario):
-    f = []
-    if r["stale_acc"] > 0:
-        f.append("%d stale writes accepted" % r["stale_acc"])
-    if r["lost_inc"] > 0:
-        f.append("%d lost increments" % r["lost_inc"])
-    if r["failed"] > 0:
-        f.append("%d unexpected dlock exits (exit codes %s)" % (r["failed"], r["unexpected_codes"]))
-    if r["overlaps_allowed"] is None and r["overlaps"] > 0:
-        f.append("%d overlapping sections (longest %.1f ms)" % (r["overlaps"], r["longest_ms"]))
+    f = register_failures(r, "overlapping sections")
     if r["observer_polls"] == 0:
         f.append("the observer never got an answer from the backend: %s" % r["observer_errors"])
     elif r["overlaps_allowed"] is None and (r["outlived_ms"] or 0) > OUTLIVED_TOLERANCE_MS:

@@ -111,3 +111,50 @@ check_readers_writer() {
   wait_exit "$writer"
   [ "$rc" = 0 ] || fail "the writer exited $rc: $(cat "$tmpdir/rw.errw")"
 }
+
+# The checks of a shared lock's readers that the Redis and Redlock tests
+# share (redis_shared_test.sh, redlock_shared_test.sh).
+
+# readers NAME: how many readers status NAME --json lists (-1: no answer).
+readers() { "${DL[@]}" status "$1" --json 2>/dev/null | json 'len(d.get("holders") or [])' 2>/dev/null || echo -1; }
+has_readers() { [ "$(readers "$1")" = "$2" ]; }
+
+# check_two_readers_shown NAME: while two readers hold NAME, status --json
+# shows a shared lock with two holders, each with a fence of its own and
+# neither with its token, and list --json shows NAME.
+check_two_readers_shown() {
+  local name=$1
+  capture "${DL[@]}" status "$name" --json
+  [ "$rc" = 0 ] || fail "status $name exited $rc; stderr: $err"
+  [ "$(printf '%s' "$out" | json '[d["mode"], len(d["holders"]), len(set(h["fence"] for h in d["holders"]))]')" = \
+    '["shared", 2, 2]' ] || fail "status $name --json does not show two readers with fences of their own: $out"
+  case $out in *rd-*) fail "status shows a reader's token: $out" ;; esac
+  capture "${DL[@]}" list --json
+  case $out in *"\"$name\""*) ;; *) fail "list does not show $name, held only by readers: $out" ;; esac
+}
+
+# check_reader_token NAME ID: the DLOCK_TOKEN of start_holder ID, a reader
+# of NAME, renews it from another process; a forged reader's token releases
+# nothing (3).
+check_reader_token() {
+  local name=$1 id=$2
+  capture "${DL[@]}" renew "$name" "$(cat "$tmpdir/$id.token")" --ttl 1s
+  [ "$rc" = 0 ] || fail "renew of a reader with its DLOCK_TOKEN exited $rc; stderr: $err"
+  capture "${DL[@]}" release "$name" "rd-00000000000000000000000000000000"
+  [ "$rc" = 3 ] || fail "release with a forged reader token exited $rc, expected 3; stderr: $err"
+}
+
+# check_killed_reader_lapses NAME PID: PID is the dlock of one of two
+# readers of NAME, each with a 1 s lease. After its kill -9 its share counts
+# until its own lease runs out (under 3 s), not as long as the other reader
+# renews.
+check_killed_reader_lapses() {
+  local name=$1 pid=$2 killed gone
+  kill -KILL "$pid"
+  killed=$(now_ms)
+  wait_until -t 5 has_readers "$name" 1 ||
+    fail "the killed reader still counts 5 s after kill -9: $(readers "$name") readers"
+  gone=$(($(now_ms) - killed))
+  [ "$gone" -lt 3000 ] || fail "the killed reader's 1 s share lapsed only after ${gone} ms"
+  echo "the killed reader stopped counting ${gone} ms after kill -9"
+}

@@ -34,15 +34,34 @@
 #                            sets FOREIGN_NODE, FOREIGN_CZXID, FOREIGN_HELD_MS
 #                            (when it said so)
 #   foreign_release ID       let ID go; it must release and exit 0
+#   curator_command ARRAY CLASS
+#                            ARRAY: Curator's command line with CLASS (its
+#                            .java beside CuratorLock's, compiled here) in
+#                            CuratorLock's place
 #   children PATH            "NAME czxid=N" per child of PATH, by sequence
 #                            (listed through kazoo, which starts faster than a
 #                            JVM; the order check uses the other recipe's own)
-#   check_foreign_holds NAME
-#   check_dlock_holds NAME
-#   check_namespace_mapping
-#   check_dlock_readers_hold NAME
-#   check_mixed_contention ROUNDS
-#                            the scenarios both tests share (see each)
+#   no_nodes_left PATH       fails if PATH has children
+#   status_field NAME EXPR   EXPR (json) of dlock status NAME --json
+#   check_dlock_busy WHILE NAME [OPTS]
+#                            dlock run [OPTS] NAME is busy (75), its command
+#                            not run; WHILE says why, for messages
+#   check_signalled_waiter PARENT N WHO [OPTS] NAME
+#                            a `dlock run [OPTS] NAME --wait 20s` queued (N
+#                            children below PARENT) and stopped by SIGTERM
+#                            exits 143
+#   end_holder ID PID WHAT   release_holder ID (lib.sh); its dlock PID (WHAT,
+#                            for messages) must exit 0; sets RELEASED_MS, when
+#                            it was told to end
+#   check_handover WHO FROM RELEASED HELD_MS
+#                            WHO got its lock within k_handover_ms of FROM's
+#                            release at RELEASED (HELD_MS: when it held)
+#   check_lock_interop       the scenarios the Curator and kazoo tests share:
+#     check_foreign_holds NAME
+#     check_dlock_holds NAME
+#     check_namespace_mapping
+#     check_dlock_readers_hold NAME
+#     check_mixed_contention ROUNDS
 
 # shellcheck disable=SC2154 # tmpdir comes from lib.sh
 
@@ -135,18 +154,123 @@ foreign_hold() {
   FOREIGN_PID=$INTEROP_PID
 }
 
-foreign_wait_held() {
+# interop_wait_held_as PREFIX ID [S]: interop_wait_held ID [S], then sets
+# PREFIX_NODE, PREFIX_CZXID and PREFIX_HELD_MS.
+interop_wait_held_as() {
+  local prefix=$1
+  shift
   interop_wait_held "$@"
-  FOREIGN_HELD_MS=$INTEROP_HELD_MS
-  FOREIGN_NODE=$INTEROP_NODE
-  FOREIGN_CZXID=$INTEROP_CZXID
+  printf -v "${prefix}_HELD_MS" %s "$INTEROP_HELD_MS"
+  printf -v "${prefix}_NODE" %s "$INTEROP_NODE"
+  printf -v "${prefix}_CZXID" %s "$INTEROP_CZXID"
 }
 
+foreign_wait_held() { interop_wait_held_as FOREIGN "$@"; }
+
 foreign_release() { interop_release "$1"; }
+
+curator_command() {
+  local -n _curator_command=$1
+  local class=$2 word classpath='' i
+  _curator_command=()
+  for ((i = 0; i < ${#FOREIGN[@]}; i++)); do
+    word=${FOREIGN[i]}
+    case $word in
+    -cp) classpath=${FOREIGN[i + 1]} ;;
+    CuratorLock) word=$class ;;
+    esac
+    _curator_command+=("$word")
+  done
+  [ -n "$classpath" ] || fail "no class path in the Curator command line: ${FOREIGN[*]}"
+  javac -Xlint:all,-path -Werror -d "$tmpdir/classes" -cp "$classpath" "$k_interop_dir/$class.java" \
+    2>"$tmpdir/javac-$class.err" || fail "javac $class.java failed: $(head -5 "$tmpdir/javac-$class.err")"
+}
 
 children() {
   "${ZK_LS[@]}" "$1" children 2>"$tmpdir/children.err" ||
     fail "kazoo could not list the children of $1: $(cat "$tmpdir/children.err")"
+}
+
+no_nodes_left() {
+  [ "$(zk_child_count "$1")" = 0 ] || fail "nodes are left below $1: $(children "$1")"
+}
+
+status_field() {
+  "${DL[@]}" status "$1" --json 2>/dev/null | json "$2"
+}
+
+check_dlock_busy() {
+  local while=$1 name=$2
+  shift 2
+  capture "${DL[@]}" run "$@" "$name" -- touch "$tmpdir/ran"
+  [ "$rc" = 75 ] || fail "dlock run ${*:+$* }$name exited $rc while $while, expected 75 (busy); stderr: $err"
+  [ ! -e "$tmpdir/ran" ] || fail "dlock run ${*:+$* }$name ran its command while $while"
+}
+
+check_signalled_waiter() {
+  local parent=$1 count=$2 who=$3 waiter
+  shift 3
+  "${DL[@]}" run "$@" --wait 20s -- touch "$tmpdir/ran" </dev/null 2>"$tmpdir/signalled.err" &
+  waiter=$!
+  track "$waiter"
+  wait_until -t 10 _has_children "$parent" "$count" ||
+    fail "$who never queued below $parent: $(cat "$tmpdir/signalled.err")"
+  kill -TERM "$waiter"
+  wait_exit "$waiter"
+  [ "$rc" = 143 ] || fail "$who stopped by SIGTERM exited $rc, expected 143; stderr: $(cat "$tmpdir/signalled.err")"
+}
+
+end_holder() {
+  RELEASED_MS=$(now_ms)
+  release_holder "$1"
+  wait_exit "$2"
+  [ "$rc" = 0 ] || fail "$3 exited $rc; stderr: $(cat "$tmpdir/$1.err")"
+}
+
+check_handover() {
+  local who=$1 from=$2 ms=$(($4 - $3))
+  echo "$who $ms ms after $from was told to end (upper bound)"
+  [ "$ms" -lt "$k_handover_ms" ] || fail "$who only $ms ms after $from was told to end: not woken by the watch"
+}
+
+# check_foreign_try_busy WHILE PATH NODES: the other recipe's try on PATH
+# is busy (75, BUSY) and leaves the NODES children PATH had.
+check_foreign_try_busy() {
+  local while=$1 path=$2 nodes=$3
+  capture "${FOREIGN[@]}" "$path" try 300
+  if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
+    fail "$FOREIGN_NAME's try on $path while $while: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
+  fi
+  [ "$(zk_child_count "$path")" = "$nodes" ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+}
+
+# foreign_queue ID NAME NODES BEHIND: the other recipe waits for /dlock/NAME
+# in the background (foreign_hold ID) BEHIND ("behind the readers"): once
+# its node is queued NAME has NODES children, and status counts one waiter.
+foreign_queue() {
+  local id=$1 name=$2 nodes=$3 behind=$4
+  foreign_hold "$id" "/dlock/$name"
+  wait_until -t 10 _has_children "/dlock/$name" "$nodes" ||
+    fail "$FOREIGN_NAME never queued a node below /dlock/$name; stderr: $(cat "$tmpdir/$id.err")"
+  [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
+    fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits $behind, expected 1"
+}
+
+# check_foreign_still_waits ID PATH WHILE: 0.3 s on, the other recipe's
+# blocking acquire ID still waits for PATH, which WHILE keeps from it.
+check_foreign_still_waits() {
+  local id=$1 path=$2 while=$3
+  sleep 0.3
+  ! grep -q '^HELD' "$tmpdir/$id.out" || fail "$FOREIGN_NAME got $path while $while"
+  is_alive "$FOREIGN_PID" || fail "$FOREIGN_NAME's blocking acquire ended early; stderr: $(cat "$tmpdir/$id.err")"
+}
+
+check_lock_interop() {
+  check_foreign_holds nightly
+  check_dlock_holds report
+  check_dlock_readers_hold readers
+  check_namespace_mapping
+  check_mixed_contention 8
 }
 
 _has_children() { [ "$(zk_child_count "$1")" -ge "$2" ]; }
@@ -171,11 +295,10 @@ check_foreign_holds() {
 
   foreign_hold fh "$path"
   foreign_wait_held fh
+  # shellcheck disable=SC2153 # foreign_wait_held sets it (interop_wait_held_as)
   [[ $FOREIGN_NODE =~ $FOREIGN_NODE_RE ]] || fail "$FOREIGN_NAME named its node '$FOREIGN_NODE', expected /$FOREIGN_NODE_RE/"
 
-  capture "${DL[@]}" run "$name" -- touch "$tmpdir/ran"
-  [ "$rc" = 75 ] || fail "dlock run $name exited $rc while $FOREIGN_NAME held $path, expected 75 (busy); stderr: $err"
-  [ ! -e "$tmpdir/ran" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
+  check_dlock_busy "$FOREIGN_NAME held $path" "$name"
   assert_one_line_message "busy under $FOREIGN_NAME" "$err"
   [ "$(zk_child_count "$path")" = 1 ] || fail "the busy run left a node behind: $(children "$path")"
 
@@ -229,7 +352,7 @@ check_foreign_holds() {
   [[ $fence =~ ^[0-9]+$ ]] || fail "dlock's fence '$fence' is not a number"
   [ "$fence" -gt "$FOREIGN_CZXID" ] ||
     fail "dlock's fence '$fence' is not above the czxid $FOREIGN_CZXID of $FOREIGN_NAME's earlier node"
-  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+  no_nodes_left "$path"
 }
 
 # check_dlock_holds NAME: dlock run holds NAME; its two nodes below
@@ -240,7 +363,7 @@ check_foreign_holds() {
 # as a waiter, waits until dlock's job ends and is then handed the lock by
 # the watch within k_handover_ms; while it holds, dlock is busy again.
 check_dlock_holds() {
-  local name=$1 path=/dlock/$1 released node czxid
+  local name=$1 path=/dlock/$1 node czxid
 
   start_holder dh "$name"
   local holder=$HOLDER_PID fence
@@ -253,35 +376,18 @@ check_dlock_holds() {
   [ "$(sed -n 2p "$tmpdir/children")" = "${node%-lock-*}-__WRIT__$(printf '%010d' $((10#${node##*-lock-} + 1))) czxid=$fence" ] ||
     fail "dlock's second node is not the __WRIT__ node of its protected id, next in sequence, made with the first: $(cat "$tmpdir/children")"
 
-  capture "${FOREIGN[@]}" "$path" try 300
-  if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
-    fail "$FOREIGN_NAME's try on $path while dlock held $name: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
-  fi
-  [ "$(zk_child_count "$path")" = 2 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+  check_foreign_try_busy "dlock held $name" "$path" 2
+  foreign_queue fw "$name" 3 "behind dlock's job"
+  check_foreign_still_waits fw "$path" "dlock's job still ran"
 
-  foreign_hold fw "$path"
-  wait_until -t 10 _has_children "$path" 3 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fw.err")"
-  [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
-    fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits, expected 1"
-  sleep 0.3
-  ! grep -q '^HELD' "$tmpdir/fw.out" || fail "$FOREIGN_NAME got $path while dlock's job still ran"
-  is_alive "$FOREIGN_PID" || fail "$FOREIGN_NAME's blocking acquire ended early; stderr: $(cat "$tmpdir/fw.err")"
-
-  released=$(now_ms)
-  release_holder dh
-  wait_exit "$holder"
-  [ "$rc" = 0 ] || fail "dlock run exited $rc; stderr: $(cat "$tmpdir/dh.err")"
+  end_holder dh "$holder" "dlock run"
   foreign_wait_held fw 10
-  echo "$FOREIGN_NAME got $path $((FOREIGN_HELD_MS - released)) ms after dlock's job was told to end (upper bound)"
-  [ $((FOREIGN_HELD_MS - released)) -lt "$k_handover_ms" ] ||
-    fail "$FOREIGN_NAME got $path only $((FOREIGN_HELD_MS - released)) ms after dlock's job ended"
+  check_handover "$FOREIGN_NAME got $path" "dlock's job" "$RELEASED_MS" "$FOREIGN_HELD_MS"
   [ "$FOREIGN_CZXID" -gt "$fence" ] || fail "$FOREIGN_NAME's node czxid $FOREIGN_CZXID is not above dlock's fence $fence"
 
-  capture "${DL[@]}" run "$name" -- touch "$tmpdir/ran"
-  [ "$rc" = 75 ] || fail "dlock run $name exited $rc while $FOREIGN_NAME held it after the hand-over, expected 75"
-  [ ! -e "$tmpdir/ran" ] || fail "dlock ran its command while $FOREIGN_NAME held $path"
+  check_dlock_busy "$FOREIGN_NAME held $path after the hand-over" "$name"
   foreign_release fw
-  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+  no_nodes_left "$path"
 }
 
 # check_dlock_readers_hold NAME: two dlock readers (--shared) hold NAME;
@@ -292,7 +398,7 @@ check_dlock_holds() {
 # the watch within k_handover_ms once the last one goes, its czxid above
 # both readers' fences; while it holds, a dlock reader is busy.
 check_dlock_readers_hold() {
-  local name=$1 path=/dlock/$1 released first second
+  local name=$1 path=/dlock/$1 first second
 
   start_holder r1 "$name" --shared
   local reader1=$HOLDER_PID
@@ -302,40 +408,21 @@ check_dlock_readers_hold() {
   second=$(cat "$tmpdir/r2.fence")
   [ "$(zk_child_count "$path")" = 4 ] || fail "two dlock readers do not have two nodes each below $path: $(children "$path")"
 
-  capture "${FOREIGN[@]}" "$path" try 300
-  if [ "$rc" != 75 ] || [ "$out" != BUSY ]; then
-    fail "$FOREIGN_NAME's try on $path while dlock's readers held $name: exit $rc, '$out' (expected 75, BUSY); stderr: $err"
-  fi
-  [ "$(zk_child_count "$path")" = 4 ] || fail "$FOREIGN_NAME's failed try left a node behind: $(children "$path")"
+  check_foreign_try_busy "dlock's readers held $name" "$path" 4
+  foreign_queue fr "$name" 5 "behind the readers"
+  end_holder r1 "$reader1" "the first dlock reader"
+  check_foreign_still_waits fr "$path" "a dlock reader still held it"
 
-  foreign_hold fr "$path"
-  wait_until -t 10 _has_children "$path" 5 || fail "$FOREIGN_NAME never queued a node below $path; stderr: $(cat "$tmpdir/fr.err")"
-  [ "$(lock_waiters "$name" 2>/dev/null)" = 1 ] ||
-    fail "dlock status $name shows $(lock_waiters "$name") waiters while $FOREIGN_NAME waits behind the readers, expected 1"
-  release_holder r1
-  wait_exit "$reader1"
-  [ "$rc" = 0 ] || fail "the first dlock reader exited $rc; stderr: $(cat "$tmpdir/r1.err")"
-  sleep 0.3
-  ! grep -q '^HELD' "$tmpdir/fr.out" || fail "$FOREIGN_NAME got $path while a dlock reader still held it"
-  is_alive "$FOREIGN_PID" || fail "$FOREIGN_NAME's blocking acquire ended early; stderr: $(cat "$tmpdir/fr.err")"
-
-  released=$(now_ms)
-  release_holder r2
-  wait_exit "$reader2"
-  [ "$rc" = 0 ] || fail "the second dlock reader exited $rc; stderr: $(cat "$tmpdir/r2.err")"
+  end_holder r2 "$reader2" "the second dlock reader"
   foreign_wait_held fr 10
-  echo "$FOREIGN_NAME got $path $((FOREIGN_HELD_MS - released)) ms after dlock's last reader was told to end (upper bound)"
-  [ $((FOREIGN_HELD_MS - released)) -lt "$k_handover_ms" ] ||
-    fail "$FOREIGN_NAME got $path only $((FOREIGN_HELD_MS - released)) ms after dlock's last reader ended"
+  check_handover "$FOREIGN_NAME got $path" "dlock's last reader" "$RELEASED_MS" "$FOREIGN_HELD_MS"
   if [ "$second" -le "$first" ] || [ "$FOREIGN_CZXID" -le "$second" ]; then
     fail "fences do not rise: readers $first, $second, then $FOREIGN_NAME's czxid $FOREIGN_CZXID"
   fi
 
-  capture "${DL[@]}" run --shared "$name" -- touch "$tmpdir/ran"
-  [ "$rc" = 75 ] || fail "dlock run --shared $name exited $rc while $FOREIGN_NAME held it, expected 75"
-  [ ! -e "$tmpdir/ran" ] || fail "a dlock reader ran its command while $FOREIGN_NAME held $path"
+  check_dlock_busy "$FOREIGN_NAME held $path" "$name" --shared
   foreign_release fr
-  [ "$(zk_child_count "$path")" = 0 ] || fail "nodes are left below $path: $(children "$path")"
+  no_nodes_left "$path"
 }
 
 # check_namespace_mapping: --namespace NS and names with '/' map to
@@ -359,9 +446,7 @@ check_namespace_mapping() {
   [ "$rc" = 75 ] || fail "$FOREIGN_NAME's try on /jobs/nightly/db exited $rc ($out) while dlock --namespace jobs held nightly/db"
   capture "${FOREIGN[@]}" /dlock/nightly/db try 2000
   [ "$rc" = 0 ] || fail "$FOREIGN_NAME's try on /dlock/nightly/db exited $rc ($out) while only /jobs/nightly/db was held; stderr: $err"
-  release_holder nh
-  wait_exit "$HOLDER_PID"
-  [ "$rc" = 0 ] || fail "dlock --namespace jobs run exited $rc; stderr: $(cat "$tmpdir/nh.err")"
+  end_holder nh "$HOLDER_PID" "dlock --namespace jobs run"
 }
 
 # check_mixed_contention ROUNDS: two dlock workers and one of the other
