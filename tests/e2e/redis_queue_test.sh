@@ -31,7 +31,7 @@ server_commands() {
 # each job appends its fence and number to $tmpdir/order.NAME. Sets
 # per_handover (commands per hand-over, two decimals) and checks that
 # they got the lock in the order they came (by their fences: two slots
-# run at once, so there two neighbours may swap).
+# run at once, so there a waiter may be a few places off).
 measure() {
   local w=$1 name=$2 i pids=() total evals holders=1
   shift 2
@@ -54,9 +54,12 @@ measure() {
   read -r total evals < <(server_commands)
   per_handover=$(awk -v t="$total" -v w="$w" 'BEGIN { printf "%.2f", t / w }')
   echo "$w waiters on $name: $total commands ($evals EVAL) for $w hand-overs: $per_handover per hand-over"
-  # With two slots, two woken at once may come in either order.
+  # With two slots, waiters are woken in order, but a woken one that is
+  # slow to come (a loaded machine) may be passed by those woken for the
+  # other slot after it: a few places, never more (out of 200, an order
+  # that is not the queue's is off by far more).
   sort -n "$tmpdir/order.$name" | cut -d' ' -f2 |
-    awk -v w="$w" -v n="$holders" '{ d = $1 - NR; if (d < 0) d = -d; if (d >= n) bad = 1 } END { exit bad || NR != w }' ||
+    awk -v w="$w" -v n="$holders" '{ d = $1 - NR; if (d < 0) d = -d; if (d >= (n > 1 ? 2 * n : 1)) bad = 1 } END { exit bad || NR != w }' ||
     out_of_order+="$w waiters on $name did not get the lock in the order they came: $(sort -n "$tmpdir/order.$name" | cut -d' ' -f2 | head -20 | tr '\n' ' '); "
 }
 out_of_order=""
