@@ -51,6 +51,7 @@ capture "${D[@]}" run busy -- true
 capture "${D[@]}" -v run busy -- true
 case $err in *"config file: $conf"*) ;; *) fail "-v does not name the config file read: $err" ;; esac
 release_holder busy
+wait_exit "$HOLDER_PID"
 capture "${D[@]}" run busy --conflict-exit-code 9 -- true
 [ "$rc" = 0 ] || fail "run of a free lock exited $rc: $err"
 
