@@ -128,7 +128,7 @@ for line in open(sys.argv[1]):
     out.write(json.dumps(fields) + "\n")
 EOF
 check_records "--log syslog (rsyslog)" "$tmpdir/rsyslog.jsonl"
-head -2 "$tmpdir/rsyslog/out.log" | sed 's/^/  rsyslog: /'
+sed 's/^/  rsyslog: /' "$tmpdir/rsyslog/out.log"
 
 # systemd-journald, its runtime directories bind-mounted from here.
 mkdir -p "$tmpdir/jrun" "$tmpdir/jlog" /run/systemd /run/log
