@@ -208,16 +208,7 @@ std::string logfmt_record(const RunEvent &event, const EventOrigin &origin) {
       out += value;
       continue;
     }
-    out += '"';
-    for (char c : value) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (c == '\n') {
-        out += "\\n";
-        continue;
-      }
-      out += c;
-    }
-    out += '"';
+    out += '"' + quoted_text(value) + '"';
   }
   return out;
 }

@@ -51,6 +51,19 @@ EventFields event_fields(const RunEvent &event, const EventOrigin &origin) {
   return fields;
 }
 
+std::string quoted_text(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 std::string event_message(const RunEvent &event) {
   const std::string &name = event.name;
   auto ms = [](const std::optional<Millis> &value) { return format_duration(value.value_or(Millis(0))); };

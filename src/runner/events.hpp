@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct EventOrigin {
 // "name", then only those set), values as text.
 using EventFields = std::vector<std::pair<std::string, std::string>>;
 EventFields event_fields(const RunEvent &event, const EventOrigin &origin);
+// `value` for inside double quotes, as logfmt and Prometheus labels both
+// want it: backslash before '"' and '\', a newline as \n.
+std::string quoted_text(std::string_view value);
 // One sentence for people: "acquired lock 'x' (fence 12) after 3 ms".
 std::string event_message(const RunEvent &event);
 

@@ -52,25 +52,12 @@ bool name_char(char c, bool first) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (!first && c >= '0' && c <= '9');
 }
 
-std::string escape_label(const std::string &value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string render_labels(std::vector<std::pair<std::string, std::string>> labels) {
   std::sort(labels.begin(), labels.end());
   std::string out = "{";
   for (const auto &[key, value] : labels) {
     if (out.size() > 1) out += ',';
-    out += key + "=\"" + escape_label(value) + '"';
+    out += key + "=\"" + quoted_text(value) + '"';
   }
   return out + "}";
 }
