@@ -1,5 +1,6 @@
 #include "cli/doctor.hpp"
 
+#include "backend/registry.hpp"
 #include "cli/context.hpp"
 #include "cli/format.hpp"
 #include "core/error.hpp"
@@ -51,11 +52,13 @@ int run_doctor(const DoctorArguments &args, Context &context) {
   int status = with_json_errors(args.json, [&] {
     settings = context.settings();
     options.ttl = resolve_ttl(args.ttl, settings);
+    // An unknown scheme is a plain configuration error (78), not a check.
+    std::string scheme(backend::find_backend(settings.backend.url.scheme).schemes.front());
     std::unique_ptr<backend::Backend> backend;
     try {
       backend = open_backend(settings);
     } catch (const ConfigError &refused) {
-      findings.push_back(refusal_finding(settings.backend.url.scheme, refused.what()));
+      findings.push_back(refusal_finding(scheme, refused.what()));
       return 0;
     }
     findings = backend->diagnose(options);

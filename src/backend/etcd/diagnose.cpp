@@ -74,9 +74,11 @@ Finding members_finding(const std::vector<MemberStatus> &members) {
   }
   Finding f{"etcd.members", Severity::ok, fmt::format("{} of {} members healthy", serving, members.size()), ""};
   if (problems.empty()) return f;
-  f.severity = serving * 2 > members.size() ? Severity::warning : Severity::unsafe;
+  // A member with a leader speaks for a cluster with a quorum, and the
+  // gateway fails over to it; the URL may list only some of the members.
+  f.severity = serving > 0 ? Severity::warning : Severity::unsafe;
   f.found += fmt::format(" ({}){}", fmt::join(problems, "; "),
-                         f.severity == Severity::unsafe ? ": no majority of the URL's members can serve locks" : "");
+                         f.severity == Severity::unsafe ? ": none of them can serve locks" : "");
   f.fix = "repair the unhealthy members (etcdctl endpoint health), or remove the ones that are gone from the URL";
   return f;
 }

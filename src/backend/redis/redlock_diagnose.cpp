@@ -4,14 +4,21 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace dlock::backend::redis {
 
 std::vector<Finding> diagnose_nodes(Nodes &nodes, Millis drift_allowance, Millis timeout) {
+  // Connected first, so that the round trip that reads the clocks is one
+  // round trip, not a connection and a login too.
+  std::string ping;
+  append_command(ping, {"PING"});
+  nodes.exchange_all(ping, 1, Clock::now() + timeout);
   auto wall_sent = std::chrono::system_clock::now();
   auto sent = Clock::now();
   auto answers = nodes.exchange_all(facts_request(), k_fact_replies, sent + timeout);
+  Millis slowest{0};
   std::vector<ServerFacts> answered;
   std::vector<std::string> addresses, missing;
   std::vector<std::optional<std::int64_t>> offsets;
@@ -22,7 +29,8 @@ std::vector<Finding> diagnose_nodes(Nodes &nodes, Millis drift_allowance, Millis
     }
     ServerFacts facts = facts_from(nodes.address(i), answers[i].replies);
     // The node read its clock somewhere in the round trip: halfway is off
-    // by at most half of it.
+    // by at most half of it, so two nodes' offsets by the slowest one, which
+    // the allowance gets on top.
     auto halfway =
         wall_sent + std::chrono::duration_cast<std::chrono::system_clock::duration>((answers[i].at - sent) / 2);
     auto ours = std::chrono::duration_cast<std::chrono::microseconds>(halfway.time_since_epoch()).count();
@@ -40,7 +48,8 @@ std::vector<Finding> diagnose_nodes(Nodes &nodes, Millis drift_allowance, Millis
                                nodes.majority(), fmt::join(missing, "; "));
     quorum.fix = "repair or replace the nodes that do not answer";
   }
-  std::vector<Finding> out{quorum, independence_finding(answered), clock_finding(addresses, offsets, drift_allowance)};
+  std::vector<Finding> out{quorum, independence_finding(answered),
+                           clock_finding(addresses, offsets, drift_allowance + slowest)};
   for (const ServerFacts &node : answered)
     out.push_back(eviction_finding(node));
   for (const ServerFacts &node : answered)
