@@ -22,7 +22,7 @@ doctor() {
   _doctor_args=("$@")
   capture "${DL[@]}" doctor --json "$@"
   printf '%s' "$out" | json 'sorted(d.keys()) == ["backend", "checks", "ttl_ms", "verdict"] and all(sorted(c.keys()) == ["fix", "found", "id", "severity"] for c in d["checks"])' |
-    grep -qx True || fail "doctor --json $* (exit $rc) gave no document with backend, ttl_ms, checks (id, severity, found, fix) and verdict: $out; stderr: $err"
+    grep -qx true || fail "doctor --json $* (exit $rc) gave no document with backend, ttl_ms, checks (id, severity, found, fix) and verdict: $out; stderr: $err"
 }
 
 expect_rc() {
@@ -32,7 +32,7 @@ expect_rc() {
 expect_check() {
   local id=$1 severity=$2 text=${3:-}
   printf '%s' "$out" | ID=$id SEV=$severity TEXT=$text json 'any(c["id"] == __import__("os").environ["ID"] and c["severity"] == __import__("os").environ["SEV"] and __import__("os").environ["TEXT"] in c["found"] and (c["severity"] == "ok" or c["fix"]) for c in d["checks"])' |
-    grep -qx True || fail "doctor ${_doctor_args[*]}: no check $id with severity $severity${text:+ finding '$text'} (and a fix): $out"
+    grep -qx true || fail "doctor ${_doctor_args[*]}: no check $id with severity $severity${text:+ finding '$text'} (and a fix): $out"
 }
 
 expect_all_ok() {

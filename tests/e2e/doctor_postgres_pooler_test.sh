@@ -3,7 +3,9 @@
 # consecutive statements of one client to different server sessions
 # (server_round_robin over two warm server connections): postgres.pooler
 # unsafe, exit 78; ping warns too. The same pgbouncer in session mode is
-# ok. Run under scripts/with-postgres; pgbouncer (scripts/install-deps) is
+# ok. (pgbouncer refuses dlock's lock sessions, which set options at
+# startup, unless told to ignore them: ignore_startup_parameters = options,
+# as here, so that ping gets through.) Run under scripts/with-postgres; pgbouncer (scripts/install-deps) is
 # run as nobody, since it refuses to run as root.
 SCENARIO="doctor: PostgreSQL behind a transaction-mode pooler"
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +36,7 @@ auth_type = trust
 auth_file = $pgb/userlist.txt
 pool_mode = $1
 server_round_robin = 1
+ignore_startup_parameters = options
 default_pool_size = 4
 logfile = $pgb/pgbouncer.log
 pidfile = $pgb/pgbouncer.pid
@@ -47,10 +50,12 @@ INI
   wait_until _pgb_ready || fail "pgbouncer did not answer on port $PGB_PORT: $(cat "$tmpdir/pgbouncer.out" "$pgb/pgbouncer.log" 2>/dev/null | tail -5)"
   # Two server connections, so that round robin hands consecutive
   # transactions to different ones.
-  for i in 1 2; do
+  local warm=()
+  for _ in 1 2; do
     PGCONNECT_TIMEOUT=2 psql -X -A -t -q "postgresql://dlock@127.0.0.1:$PGB_PORT/dlock" -c 'SELECT pg_sleep(0.3)' >/dev/null 2>&1 &
+    warm+=($!)
   done
-  wait
+  wait "${warm[@]}"
 }
 
 stop_pgbouncer() {
