@@ -29,7 +29,13 @@ expect_text_line zk.sync-limit warning
 doctor --ttl 10s
 expect_check zk.sync-limit ok "shorter than the 10s session"
 
-"$DLOCK_TEST_ZK_STOP_3"
+# A follower stopped: the other two keep their quorum and their leader.
+leader=$("$DLOCK_TEST_ZK_LEADER") || fail "no member of the ensemble leads"
+victim=3
+[ "$leader" = 3 ] && victim=2
+stop=DLOCK_TEST_ZK_STOP_$victim
+"${!stop}"
+wait_until "$DLOCK_TEST_ZK_LEADER" >/dev/null || fail "no member leads after member $victim stopped"
 doctor --ttl 10s
 expect_rc 0 "one member of three stopped"
 expect_check zk.members warning "2 of 3 servers serve"

@@ -162,7 +162,9 @@ std::vector<Finding> diagnose_servers(const std::vector<net::Address> &addresses
       out.push_back({"zk.conf", Severity::warning,
                      fmt::format("{}: cannot read its configuration: {}; syncLimit and maxClientCnxns not checked",
                                  address, conf.error),
-                     "add conf to 4lw.commands.whitelist in zoo.cfg (4lw.commands.whitelist=srvr,conf)"});
+                     conf.error.find("whitelist") != std::string::npos
+                         ? "add conf to 4lw.commands.whitelist in zoo.cfg (4lw.commands.whitelist=srvr,conf)"
+                         : "see zk.members"});
       continue;
     }
     out.push_back(sync_limit_finding(address, conf, ttl));
