@@ -2,10 +2,11 @@
 # dlock doctor through Debian's pgbouncer in transaction mode, which hands
 # consecutive statements of one client to different server sessions
 # (server_round_robin over two warm server connections): postgres.pooler
-# unsafe, exit 78; ping warns too. The same pgbouncer in session mode is
-# ok. (pgbouncer refuses dlock's lock sessions, which set options at
-# startup, unless told to ignore them: ignore_startup_parameters = options,
-# as here, so that ping gets through.) Run under scripts/with-postgres; pgbouncer (scripts/install-deps) is
+# unsafe, exit 78; ping warns too. pgbouncer refuses the startup options of
+# dlock's lock sessions, or, told to ignore them
+# (ignore_startup_parameters = options, so that ping gets through), drops
+# them: postgres.session-options unsafe, in session mode too, where
+# postgres.pooler is ok. Run under scripts/with-postgres; pgbouncer (scripts/install-deps) is
 # run as nobody, since it refuses to run as root.
 SCENARIO="doctor: PostgreSQL behind a transaction-mode pooler"
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +22,8 @@ pgb=$tmpdir/pgbouncer
 mkdir -m 0700 "$pgb"
 chown nobody "$pgb"
 
-# start_pgbouncer MODE: pgbouncer in pool_mode MODE on a free port, ready
+# start_pgbouncer MODE [IGNORED]: pgbouncer in pool_mode MODE on a free
+# port, ignoring the startup parameters IGNORED (default: options), ready
 # once it answers; sets PGB_PORT, PGB_PID.
 start_pgbouncer() {
   PGB_PORT=$(free_port)
@@ -36,7 +38,7 @@ auth_type = trust
 auth_file = $pgb/userlist.txt
 pool_mode = $1
 server_round_robin = 1
-ignore_startup_parameters = options
+ignore_startup_parameters = ${2-options}
 default_pool_size = 4
 logfile = $pgb/pgbouncer.log
 pidfile = $pgb/pgbouncer.pid
@@ -78,6 +80,20 @@ stop_pgbouncer
 start_pgbouncer session
 DL=("$DLOCK_BIN" -b "postgresql://dlock@127.0.0.1:$PGB_PORT/dlock")
 doctor
+expect_rc 78 "behind a session-mode pooler that drops dlock's session options"
 expect_check postgres.pooler ok
+expect_check postgres.session-options unsafe "do not reach the server"
 stop_pgbouncer
+
+start_pgbouncer session ""
+DL=("$DLOCK_BIN" -b "postgresql://dlock@127.0.0.1:$PGB_PORT/dlock")
+doctor
+expect_rc 78 "behind a pooler that refuses dlock's session options"
+expect_check postgres.session-options unsafe "unsupported startup parameter"
+stop_pgbouncer
+
+# PostgreSQL itself: the options arrive.
+use_postgres
+doctor
+expect_check postgres.session-options ok "reach the server"
 pass

@@ -172,7 +172,10 @@ public:
       keywords.push_back("password");
       values.push_back(*m_config.password);
     }
-    return diagnose_server(keywords, values, m_label, options.ttl, m_config.connect_timeout);
+    std::vector<Finding> out = diagnose_server(keywords, values, m_label, options.ttl, m_config.connect_timeout);
+    out.push_back(session_options_finding([&] { return connect("dlock (doctor)", options.ttl); }, options.ttl,
+                                          m_config.connect_timeout));
+    return out;
   }
 
   // The session's socket: while the job or a descendant of it keeps its

@@ -1,6 +1,7 @@
 #include "backend/postgres/pg_diagnose.hpp"
 
 #include "backend/postgres/pg_connection.hpp"
+#include "backend/postgres/pg_session.hpp"
 
 #include <fmt/format.h>
 
@@ -106,6 +107,43 @@ std::vector<Finding> setting_findings(const std::map<std::string, Setting> &sett
   Finding user = timeout_finding(settings, "tcp_user_timeout", ttl, "a connection whose data goes unacknowledged");
   out.push_back(user);
   return out;
+}
+
+Finding session_options_finding(const std::function<std::unique_ptr<PgConnection>()> &open, Millis ttl,
+                                Millis timeout) {
+  Finding f{"postgres.session-options", Severity::ok, "", ""};
+  std::unique_ptr<PgConnection> connection;
+  try {
+    connection = open();
+  } catch (const Error &refused) {
+    if (refused.code() == ExitCode::auth) throw;
+    f.severity = Severity::unsafe;
+    f.found =
+        fmt::format("a session opened as dlock opens a lock's (with startup options) is refused: {}", refused.what());
+    f.fix = "connect dlock to PostgreSQL itself; a pooler must pass startup options through (pgbouncer does not)";
+    return f;
+  }
+  Rows rows = connection->query("SELECT current_setting('tcp_keepalives_idle'), inet_server_addr() IS NULL", {},
+                                SteadyClock::now() + timeout);
+  std::string idle =
+      rows.ok() && rows.rows.size() == 1 && rows.rows[0].size() == 2 && rows.rows[0][0] ? *rows.rows[0][0] : "";
+  bool unix_socket =
+      rows.ok() && rows.rows.size() == 1 && rows.rows[0].size() == 2 && rows.rows[0][1] && *rows.rows[0][1] == "t";
+  std::string expected = std::to_string(keepalive_for(ttl).idle);
+  if (unix_socket) {
+    f.found = "a UNIX socket: dlock's session options are not checked (it has no keepalives to compare)";
+  } else if (idle == expected) {
+    f.found = fmt::format("dlock's session options reach the server (tcp_keepalives_idle = {} for T = {})", idle,
+                          format_duration(ttl));
+  } else {
+    f.severity = Severity::unsafe;
+    f.found = fmt::format("dlock's session options do not reach the server (tcp_keepalives_idle = {}, dlock set {}): "
+                          "a pooler that ignores them (pgbouncer's ignore_startup_parameters = options)? A lock's "
+                          "session then has neither its keepalives nor its timeouts turned off",
+                          idle.empty() ? "unknown" : idle, expected);
+    f.fix = "connect dlock to PostgreSQL itself";
+  }
+  return f;
 }
 
 std::vector<Finding> diagnose_server(const std::vector<std::string> &keywords, const std::vector<std::string> &values,

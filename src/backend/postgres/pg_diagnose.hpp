@@ -2,7 +2,9 @@
 
 #include "backend/backend.hpp"
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,14 @@ struct Setting {
 // own sessions, so a short one is a warning: psql sessions sharing dlock's
 // keys, and anything that drops startup options, lose their locks.
 std::vector<Finding> setting_findings(const std::map<std::string, Setting> &settings, Millis ttl);
+
+// postgres.session-options: a session opened as dlock opens a lock's, by
+// `open` (startup options: keepalives from T = `ttl`, timeouts off), gets
+// those settings. A pooler refuses them (unsupported startup parameter) or,
+// told to ignore them, drops them silently: then no lock can be taken, or
+// the lock's session is not protected. Judged by tcp_keepalives_idle on a
+// TCP session (a UNIX socket has none: ok, not checked).
+Finding session_options_finding(const std::function<std::unique_ptr<PgConnection>()> &open, Millis ttl, Millis timeout);
 
 // Every check, on a connection of its own without dlock's session options
 // (`keywords`/`values` as for PgConnection, the URL and password).
