@@ -66,8 +66,13 @@ int run_doctor(const DoctorArguments &args, Context &context) {
   });
   if (status != 0) return status;
   auto worst = backend::Severity::ok;
-  for (const auto &finding : findings)
+  for (auto &finding : findings) {
     worst = std::max(worst, finding.severity);
+    // One line each, whatever a server put in its messages.
+    for (std::string *text : {&finding.found, &finding.fix})
+      std::replace_if(
+          text->begin(), text->end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  }
   const char *verdict = worst == backend::Severity::unsafe    ? "unsafe"
                         : worst == backend::Severity::warning ? "ok with warnings"
                                                               : "ok";
@@ -81,9 +86,7 @@ int run_doctor(const DoctorArguments &args, Context &context) {
                                {"severity", severity_word(finding.severity)},
                                {"found", finding.found},
                                {"fix", finding.fix}});
-    doc["verdict"] = worst == backend::Severity::unsafe    ? "unsafe"
-                     : worst == backend::Severity::warning ? "warning"
-                                                           : "ok";
+    doc["verdict"] = severity_word(worst);
     std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   } else {
     std::cout << fmt::format("backend: {} (for --ttl {})\n", settings.backend.url.redacted(),
