@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# dlock doctor on ZooKeeper. Registered twice:
+# dlock doctor on ZooKeeper. Registered three times:
 #  - a standalone server as with-zookeeper sets it up (maxClientCnxns=0, conf
 #    allowed): all ok, exit 0;
+#  - the same with --4lw-whitelist srvr: conf cannot be read, which doctor
+#    says (zk.conf warning naming the whitelist, exit 0);
 #  - an ensemble of 3 with --sync-limit 3000 --max-client-cnxns 5: a member
 #    cut off from its leader serves for 3 s, longer than the 2 s session
 #    that --ttl 2s negotiates (zk.sync-limit warning; ok for --ttl 10s), and
@@ -12,6 +14,14 @@ SCENARIO="doctor: ZooKeeper syncLimit x tickTime and maxClientCnxns"
 . "$(dirname "$0")/doctor_lib.sh"
 use_zookeeper
 
+if [ "$DLOCK_TEST_ZK_ENSEMBLE" = 1 ] && "$ZK4" conf | grep -q 'not in the whitelist'; then
+  doctor --ttl 2s
+  expect_rc 0 "conf not in 4lw.commands.whitelist (a warning)"
+  expect_check zk.members ok "1 of 1 servers serve"
+  expect_check zk.conf warning "4lw.commands.whitelist"
+  expect_text_line zk.conf warning
+  pass
+fi
 if [ "$DLOCK_TEST_ZK_ENSEMBLE" = 1 ]; then
   doctor --ttl 2s
   expect_all_ok
