@@ -153,6 +153,11 @@ TEST_CASE("etcd members: a known lease bug, unhealthy members, two clusters") {
   CHECK(etcd::members_finding({healthy}).severity == Severity::ok);
   CHECK(etcd::members_finding({healthy, gone}).severity == Severity::warning);
   CHECK(etcd::members_finding({gone}).severity == Severity::unsafe);
+  auto full = etcd::member_status_from(
+      "http://c:1", nlohmann::json::parse(R"({"header":{"member_id":"3"},"leader":"2","errors":["NOSPACE"]})"));
+  Finding alarmed = etcd::members_finding({healthy, full});
+  CHECK(alarmed.severity == Severity::warning);
+  CHECK(alarmed.found.find("http://c:1: NOSPACE") != std::string::npos);
   etcd::MemberStatus other = healthy;
   other.cluster_id = 12;
   CHECK(etcd::cluster_finding({healthy, other}).severity == Severity::unsafe);
