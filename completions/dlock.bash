@@ -6,7 +6,7 @@
 # Written by hand. tests/e2e/completions_test.sh checks that every command
 # and option of `dlock --help` is listed below: keep the lists in step.
 
-_dlock_subcommands='run acquire renew release status list ping config version'
+_dlock_subcommands='run acquire renew release status list ping doctor config version'
 
 # Global options may stand before or after the command.
 _dlock_global_opts='-h --help --version -b --backend --namespace --config --password-file --connect-timeout -q --quiet -v --verbose'
@@ -19,6 +19,7 @@ _dlock_opts_release='-h --help --force'
 _dlock_opts_status='-h --help --json'
 _dlock_opts_list='-h --help --json'
 _dlock_opts_ping='-h --help --json'
+_dlock_opts_doctor='-h --help -t --ttl --json'
 _dlock_opts_config='-h --help --json'
 _dlock_opts_version='-h --help'
 

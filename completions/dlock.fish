@@ -22,7 +22,7 @@ function __dlock_command
             case -b --backend --namespace --config --password-file --connect-timeout
                 set skip_value 1
             case '-*'
-            case run acquire renew release status list ping config version
+            case run acquire renew release status list ping doctor config version
                 echo $token
                 return 0
             case '*'
@@ -179,6 +179,7 @@ complete -c dlock -n __dlock_no_command -a release -d 'Release a lock taken with
 complete -c dlock -n __dlock_no_command -a status -d 'Show who holds a lock'
 complete -c dlock -n __dlock_no_command -a list -d 'One row per held lock'
 complete -c dlock -n __dlock_no_command -a ping -d 'Check that the backend is reachable'
+complete -c dlock -n __dlock_no_command -a doctor -d 'Check that the backend can keep the guarantees, and what to change'
 complete -c dlock -n __dlock_no_command -a config -d 'Print the effective settings and their sources'
 complete -c dlock -n __dlock_no_command -a version -d 'Print the version and the backends'
 
@@ -195,7 +196,7 @@ complete -c dlock -n 'not __dlock_in_command' -s v -l verbose -d 'Timings and re
 
 # run
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -s c -x -a '(__fish_complete_command)' -d 'Run SHELL COMMAND via /bin/sh -c'
-complete -c dlock -n '__dlock_using run acquire renew; and not __dlock_in_command' -s t -l ttl -x -a '(__dlock_durations)' -d 'Lease length'
+complete -c dlock -n '__dlock_using run acquire renew doctor; and not __dlock_in_command' -s t -l ttl -x -a '(__dlock_durations)' -d 'Lease length'
 complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s w -l wait -x -a '(__dlock_durations 0 forever)' -d 'How long to wait for the lock'
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL'
 complete -c dlock -n '__dlock_using run; and not __dlock_in_command' -l lost-kill-after -x -a '(__dlock_durations)' -d 'Grace between SIGTERM and SIGKILL after a confirmed loss'
@@ -212,10 +213,10 @@ complete -c dlock -n '__dlock_using run acquire; and not __dlock_in_command' -s 
 complete -c dlock -n '__dlock_using run; and not __dlock_wants_name; and not __dlock_in_command' --arguments=-- -d 'COMMAND [ARG...] follows (needed only if it starts with -)'
 complete -c dlock -n '__dlock_using run; and __dlock_in_command' -x -a '(__dlock_complete_command)'
 
-# acquire, renew, status, list, ping, config: --json
+# acquire, renew, status, list, ping, doctor, config: --json
 complete -c dlock -n '__dlock_using acquire' -l json -d 'Print name, token, fence, mode, ttl_ms and expires_at as JSON'
 complete -c dlock -n '__dlock_using renew' -l json -d 'Print name, ttl_ms and expires_at as JSON'
-complete -c dlock -n '__dlock_using status ping config' -l json -d 'One JSON document'
+complete -c dlock -n '__dlock_using status ping doctor config' -l json -d 'One JSON document'
 complete -c dlock -n '__dlock_using list' -l json -d 'A JSON array'
 
 # release

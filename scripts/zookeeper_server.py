@@ -7,11 +7,14 @@ scripts/bench imports it (scripts/bench.d/servers.py) and scripts/with-zookeeper
 runs it (for the zoo.cfg and java command line of every member it starts), so
 that the two cannot drift:
 
-  zookeeper_server.py cfg --tick MS [--sync-limit MS] --data DIR --port PORT [--member I --peers Q:E,...]
+  zookeeper_server.py cfg --tick MS [--sync-limit MS] [--max-client-cnxns N] [--4lw-whitelist WORDS]
+                          --data DIR --port PORT
+                          [--member I --peers Q:E,...]
       print the zoo.cfg of a standalone server (with --member and --peers,
       the quorum and election ports of every member in order: of member I
       of that ensemble; --sync-limit: syncLimit in ms, rounded up to ticks,
-      default 2000)
+      default 2000; --max-client-cnxns: maxClientCnxns, default 0, no limit;
+      --4lw-whitelist: 4lw.commands.whitelist, default *)
   zookeeper_server.py argv [--java JAVA] CFG
       print the java command line that serves CFG, arguments NUL-terminated
       (bash: mapfile -d '' -t argv <FILE)
@@ -47,7 +50,8 @@ def ticks(ms, tick):
     return max(2, -(-ms // tick))
 
 
-def zoo_cfg(tick, data_dir, client_port, member=None, peers=(), sync_limit_ms=2000):
+def zoo_cfg(tick, data_dir, client_port, member=None, peers=(), sync_limit_ms=2000, max_client_cnxns=0,
+            whitelist="*"):
     """The zoo.cfg text. peers: (quorum_port, election_port) of every member
     of an ensemble, member 1 first; member: which of them this server is."""
     lines = [f"# member {member} of {len(peers)}" if peers else "# standalone",
@@ -60,9 +64,9 @@ def zoo_cfg(tick, data_dir, client_port, member=None, peers=(), sync_limit_ms=20
              # Sessions from 2 ticks up to a minute (or 2 ticks, if longer).
              f"minSessionTimeout={2 * tick}",
              f"maxSessionTimeout={max(2 * tick, 60000)}",
-             "maxClientCnxns=0",
+             f"maxClientCnxns={max_client_cnxns}",
              "admin.enableServer=false",
-             "4lw.commands.whitelist=*",
+             f"4lw.commands.whitelist={whitelist}",
              "autopurge.purgeInterval=0"]
     if peers:
         if member is None or not 1 <= member <= len(peers):
@@ -94,6 +98,8 @@ def main():
     cfg = commands.add_parser("cfg", help="print a zoo.cfg")
     cfg.add_argument("--tick", type=int, default=DEFAULT_TICK_MS)
     cfg.add_argument("--sync-limit", type=int, default=2000)
+    cfg.add_argument("--max-client-cnxns", type=int, default=0)
+    cfg.add_argument("--4lw-whitelist", dest="whitelist", default="*")
     cfg.add_argument("--data", required=True)
     cfg.add_argument("--port", type=int, required=True)
     cfg.add_argument("--member", type=int)
@@ -106,7 +112,8 @@ def main():
     args = parser.parse_args()
     if args.command == "cfg":
         peers = [tuple(int(p) for p in peer.split(":")) for peer in args.peers.split(",") if peer]
-        sys.stdout.write(zoo_cfg(args.tick, args.data, args.port, args.member, peers, args.sync_limit))
+        sys.stdout.write(zoo_cfg(args.tick, args.data, args.port, args.member, peers, args.sync_limit,
+                                 args.max_client_cnxns, args.whitelist))
     elif args.command == "argv":
         sys.stdout.write("".join(arg + "\0" for arg in java_argv(args.java, args.cfg_path)))
     else:

@@ -132,6 +132,24 @@ struct PingResult {
   std::string detail;
 };
 
+// What `dlock doctor` found about one check: whether the backend, as
+// configured, can keep dlock's guarantees (spec.md), and what to change.
+//   ok:      the guarantee holds (or the check does not apply)
+//   warning: it holds, but something close to it deserves a look
+//   unsafe:  it does not hold: a lock can have two holders, or be lost
+enum class Severity { ok, warning, unsafe };
+
+struct Finding {
+  std::string check; // stable id, "<backend>.<what>": "redis.maxmemory-policy"
+  Severity severity = Severity::ok;
+  std::string found; // what was found, one line, no secret
+  std::string fix;   // what to change; empty when there is nothing to change
+};
+
+struct DiagnoseOptions {
+  Millis ttl{30'000}; // T to judge the backend for: --ttl, else the config's ttl
+};
+
 // The one interface every backend implements. Real failures (cannot connect,
 // round trip timed out, authentication refused) are thrown as dlock::Error
 // with the exit code of spec.md and a sentence naming the backend (its URL
@@ -187,6 +205,14 @@ public:
 
   // Reachability, server version and round-trip time of each node.
   virtual PingResult ping() = 0;
+
+  // The checks of `dlock doctor`, one Finding each, in a stable order.
+  // Throws UnavailableError (69) only when no server of the backend can be
+  // reached at all; a check that cannot be made (a command refused, a
+  // member unreachable) is a finding that says so. Every round trip is
+  // bounded by connect_timeout and every answer in size. The default,
+  // nothing to check, is for test doubles: every backend overrides it.
+  virtual std::vector<Finding> diagnose(const DiagnoseOptions & /*options*/) { return {}; }
 
   // A descriptor that becomes readable when the backend learns something
   // about the leases it holds between renewals (ZooKeeper: the session

@@ -2,6 +2,7 @@
 
 #include "cli/command_words.hpp"
 #include "cli/context.hpp"
+#include "cli/doctor.hpp"
 #include "cli/help.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -43,6 +44,8 @@ constexpr Command k_commands[] = {
     {"status", "Show who holds NAME; exit 0 if held, 3 if free", &cli::setup_status},
     {"list", "One row per held lock whose name starts with PREFIX", &cli::setup_list},
     {"ping", "Check that the backend is reachable: version and round-trip time", &cli::setup_ping},
+    {"doctor", "Check that the backend, as configured, can keep dlock's guarantees, and say what to change",
+     &cli::setup_doctor},
     {"config", "Print the effective settings and where each came from; exit 78 if a config file has an error",
      &cli::setup_config},
     {"version", "Print the version and the backends this installation has", &cli::setup_version},

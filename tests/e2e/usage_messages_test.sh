@@ -53,6 +53,7 @@ declare -A usage=(
   [status]="Usage: dlock status [OPTIONS] NAME"
   [list]="Usage: dlock list [OPTIONS] [PREFIX]"
   [ping]="Usage: dlock ping [OPTIONS]"
+  [doctor]="Usage: dlock doctor [OPTIONS]"
   [config]="Usage: dlock config [OPTIONS]"
   [version]="Usage: dlock version [OPTIONS]"
 )

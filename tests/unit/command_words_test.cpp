@@ -101,7 +101,7 @@ TEST_CASE("typos name the wrong word first and suggest the nearest real name") {
   CHECK(usage_error({"--bakend", "file:", "status", "x"}) == "unknown option --bakend (did you mean --backend?)");
   CHECK(usage_error({"status", "x", "--jsno"}) == "unknown option --jsno for status (did you mean --json?)");
   CHECK(usage_error({"frobnicate"}) == "unknown command 'frobnicate' (commands: run, acquire, renew, release, status, "
-                                       "list, ping, config, version; see dlock "
+                                       "list, ping, doctor, config, version; see dlock "
                                        "--help)");
   CHECK(usage_error({"run", "x", "-foo"}) ==
         "unknown option -foo for run (a COMMAND that starts with '-' goes after --: dlock run NAME -- -foo)");

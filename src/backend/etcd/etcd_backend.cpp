@@ -25,6 +25,7 @@
 // for herd-free in order (queue.hpp says how).
 #include "backend/etcd/etcd_backend.hpp"
 
+#include "backend/etcd/diagnose.hpp"
 #include "backend/etcd/gateway.hpp"
 #include "backend/etcd/queue.hpp"
 #include "backend/etcd/watch.hpp"
@@ -144,8 +145,8 @@ public:
   // The watch on the held key (see watch_held_key()), once the first
   // renewal opened it.
   int event_fd() const override { return m_held ? m_watch.fd() : -1; }
-
   PingResult ping() override { return ping_members(m_gateway); }
+  std::vector<Finding> diagnose(const DiagnoseOptions &) override { return diagnose_members(m_gateway); }
 
 private:
   std::string prefix_of(const std::string &name) const { return m_config.lock_namespace + "/" + name + "/"; }

@@ -1,5 +1,6 @@
 #include "backend/etcd/gateway.hpp"
 
+#include "backend/etcd/diagnose.hpp"
 #include "core/log.hpp"
 #include "net/net.hpp"
 
@@ -241,13 +242,12 @@ PingResult ping_members(Gateway &gateway) {
     health.address = endpoints[i];
     auto sent = SteadyClock::now();
     try {
-      Json status = gateway.call_endpoint(i, "/v3/maintenance/status", Json::object());
+      MemberStatus status = member_status_from(
+          endpoints[i], gateway.call_endpoint(i, "/v3/maintenance/status", Json::object())); // as doctor reads it
       health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
       health.reachable = true;
-      std::uint64_t leader = unsigned_in(status, "leader");
-      std::uint64_t member = unsigned_in(object_in(status, "header"), "member_id");
-      std::string version = string_in(status, "version");
-      health.version = fmt::format("etcd {}, {}", version.empty() ? "?" : version,
+      std::uint64_t leader = status.leader, member = status.member_id;
+      health.version = fmt::format("etcd {}, {}", status.version.empty() ? "?" : status.version,
                                    leader == 0        ? "no leader"
                                    : leader == member ? "leader"
                                                       : "follower");

@@ -1,5 +1,6 @@
 #include "backend/file/file_backend.hpp"
 
+#include "backend/file/diagnose.hpp"
 #include "backend/file/file_news.hpp"
 #include "backend/file/holders.hpp"
 #include "backend/file/lock_dir.hpp"
@@ -224,6 +225,8 @@ public:
     std::sort(held.begin(), held.end(), [](const auto &a, const auto &b) { return a.name < b.name; });
     return held;
   }
+
+  std::vector<Finding> diagnose(const DiagnoseOptions &) override { return diagnose_lock_dir(m_dir); }
 
   PingResult ping() override {
     PingResult result;

@@ -9,6 +9,7 @@
 #include "backend/postgres/pg_backend.hpp"
 
 #include "backend/postgres/pg_connection.hpp"
+#include "backend/postgres/pg_diagnose.hpp"
 #include "backend/postgres/pg_inspect.hpp"
 #include "backend/postgres/pg_session.hpp"
 #include "core/error.hpp"
@@ -150,24 +151,31 @@ public:
     try {
       PgConnection &connection = inspect_session();
       auto sent = SteadyClock::now();
-      Rows first = connection.query("SELECT pg_backend_pid()", {}, sent + m_config.connect_timeout);
-      health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent);
-      Rows second = connection.query("SELECT pg_backend_pid()", {}, SteadyClock::now() + m_config.connect_timeout);
+      Finding pooler = pooler_finding(connection, m_config.connect_timeout); // two round trips
+      health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - sent) / 2;
       health.reachable = true;
       int version = connection.server_version();
       health.version = fmt::format("PostgreSQL {}.{}", version / 10000, version % 10000);
-      // A pooler in transaction mode hands each transaction to whichever
-      // server session is free: a session lock would stay with a session
-      // this client no longer talks to.
-      if (first.ok() && second.ok() && first.rows != second.rows)
-        result.detail = "warning: consecutive statements ran in different server sessions: a connection pooler in "
-                        "transaction mode? Session advisory locks do not work through it";
+      if (pooler.severity != Severity::ok) result.detail = "warning: " + pooler.found;
     } catch (const std::exception &failure) {
       health.error = failure.what();
       health.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
     }
     result.nodes.push_back(health);
     return result;
+  }
+
+  std::vector<Finding> diagnose(const DiagnoseOptions &options) override {
+    std::vector<std::string> keywords = {"dbname", "application_name"},
+                             values = {m_config.url.original, "dlock (doctor)"};
+    if (m_config.password) {
+      keywords.push_back("password");
+      values.push_back(*m_config.password);
+    }
+    std::vector<Finding> out = diagnose_server(keywords, values, m_label, options.ttl, m_config.connect_timeout);
+    out.push_back(session_options_finding([&] { return connect("dlock (doctor)", options.ttl); }, options.ttl,
+                                          m_config.connect_timeout));
+    return out;
   }
 
   // The session's socket: while the job or a descendant of it keeps its

@@ -242,19 +242,6 @@ ServerInfo server_info(const std::string &info) {
   return server;
 }
 
-void warn_about_eviction(const std::string &address, const std::string &policy) {
-  // Eviction of a held lock's key hands the lock to a second holder (fences
-  // stay safe while the counter, which has no TTL, survives).
-  if (policy.rfind("allkeys-", 0) == 0)
-    say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks and fence counters; "
-        "use noeviction",
-        address, policy);
-  else if (policy.rfind("volatile-", 0) == 0)
-    say("warning: {} has maxmemory-policy {}: under memory pressure it can evict held locks (fences stay "
-        "increasing); use noeviction",
-        address, policy);
-}
-
 Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis cap, std::minstd_rand &random) {
   Millis left = std::min(holder_pttl > 0 ? Millis(holder_pttl) : Millis(50), cap);
   Millis spread = std::clamp(left / 10, Millis(5), Millis(200));

@@ -107,9 +107,6 @@ struct ServerInfo {
   std::string description, role, eviction_policy;
 };
 ServerInfo server_info(const std::string &info);
-// Warns (stderr) when the eviction policy of the server at `address` can
-// evict held locks: any policy but noeviction.
-void warn_about_eviction(const std::string &address, const std::string &policy);
 
 // When a waiter tries again without a release message: once the holder's
 // lease could have run out (`holder_pttl`, or 50ms when unknown; at most

@@ -2,6 +2,7 @@
 
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
+#include "backend/redis/diagnose.hpp"
 #include "backend/redis/nodes.hpp"
 #include "backend/redis/queue.hpp"
 #include "backend/redis/scripts.hpp"
@@ -294,7 +295,7 @@ public:
       if (server.role != "master")
         node.error = "read-only replica: locks need the master (point dlock at it, or use redis-sentinel://)";
       result.detail = fmt::format("role {}; maxmemory-policy {}", server.role, server.eviction_policy);
-      warn_about_eviction(node.address, server.eviction_policy);
+      warn_if_evicting(node.address, info.str);
       if (!m_master_name.empty()) result.detail += fmt::format("; master '{}' from sentinel", m_master_name);
     } catch (const Error &failure) {
       if (failure.code() != ExitCode::unavailable) throw;
@@ -304,6 +305,12 @@ public:
     }
     result.nodes.push_back(node);
     return result;
+  }
+
+  std::vector<Finding> diagnose(const DiagnoseOptions &) override {
+    Connection &connection = main();
+    return server_findings(
+        facts_from(connection.address().display(), connection.round_trip(facts_request(), k_fact_replies)));
   }
 
 private:

@@ -2,6 +2,7 @@
 
 #include "backend/redis/common.hpp"
 #include "backend/redis/connection.hpp"
+#include "backend/redis/diagnose.hpp"
 #include "backend/redis/nodes.hpp"
 #include "backend/redis/redlock_scripts.hpp"
 #include "backend/redis/redlock_shared.hpp"
@@ -250,7 +251,7 @@ public:
         ServerInfo server = server_info(answer.replies[1].str);
         node.version = server.description;
         if (server.role != "master") node.error = "read-only replica: each Redlock node must be an independent master";
-        warn_about_eviction(node.address, server.eviction_policy);
+        warn_if_evicting(node.address, answer.replies[1].str);
         if (node.error.empty()) ++healthy;
       }
       result.nodes.push_back(node);
@@ -258,6 +259,10 @@ public:
     result.quorum = healthy >= m_nodes->majority();
     result.detail = fmt::format("{} of {} nodes usable, {} needed", healthy, m_nodes->size(), m_nodes->majority());
     return result;
+  }
+
+  std::vector<Finding> diagnose(const DiagnoseOptions &options) override {
+    return diagnose_nodes(*m_nodes, drift(options.ttl), m_config.connect_timeout);
   }
 
 private:

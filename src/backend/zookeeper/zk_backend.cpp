@@ -1,5 +1,6 @@
 #include "backend/zookeeper/zk_backend.hpp"
 
+#include "backend/zookeeper/diagnose.hpp"
 #include "backend/zookeeper/four_letter.hpp"
 #include "backend/zookeeper/join.hpp"
 #include "backend/zookeeper/paths.hpp"
@@ -243,6 +244,10 @@ public:
     PingResult result = ping_servers(m_addresses, m_config.connect_timeout);
     result.detail = fmt::format("locks under {}", m_base);
     return result;
+  }
+
+  std::vector<Finding> diagnose(const DiagnoseOptions &options) override {
+    return diagnose_servers(m_addresses, options.ttl, m_config.connect_timeout);
   }
 
   int event_fd() const override { return m_session && !m_held.empty() ? m_session->news_fd() : -1; }
