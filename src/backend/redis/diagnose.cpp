@@ -106,7 +106,10 @@ Finding eviction_finding(const ServerFacts &server) {
   if (policy.empty() || policy == "noeviction") {
     f.found = fmt::format("{}: maxmemory-policy {}: held locks are never evicted", server.address,
                           policy.empty() ? "unknown (INFO does not say)" : policy);
-    if (policy.empty()) f.severity = Severity::warning;
+    if (policy.empty()) {
+      f.severity = Severity::warning;
+      f.fix = "make sure the server's maxmemory-policy is noeviction (CONFIG GET maxmemory-policy)";
+    }
     return f;
   }
   bool allkeys = policy.rfind("allkeys-", 0) == 0;
@@ -262,6 +265,9 @@ void warn_if_evicting(const std::string &address, const std::string &info) {
   ServerFacts facts;
   facts.address = address;
   read_info(info, facts);
+  // Only a policy known to evict: a server whose INFO does not say (a
+  // proxy, a look-alike) is doctor's to question, not every ping's.
+  if (facts.eviction_policy.empty()) return;
   Finding finding = eviction_finding(facts);
   if (finding.severity != Severity::ok) say("warning: {}; {}", finding.found, finding.fix);
 }
