@@ -16,6 +16,7 @@ from . import modes
 from .acceptance import register_failures
 from .observer import Observer, outlived
 from .procs import alive, children, job_children, killpg, marked
+from .scenarios import FAULT_OVERTIME_S
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DLOCK = os.environ.get("DLOCK", os.path.join(ROOT, "build", "dlock"))
@@ -192,9 +193,12 @@ class Cell:
         t_end = time.monotonic() + duration
         next_fault = time.monotonic() + self.scenario.first_fault_s
         next_stats = time.monotonic() + 1.0
-        while time.monotonic() < t_end:
+        while True:
             self.reaper.reap()
             now = time.monotonic()
+            if now >= t_end and (not quick or now >= t_end + FAULT_OVERTIME_S or
+                                 self.scenario.faults_enough(self)):
+                break
             if target is not None and now >= next_stats:
                 next_stats = now + 1.0
                 if register_stats(self.port)["sections"] >= target:

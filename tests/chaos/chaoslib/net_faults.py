@@ -19,7 +19,7 @@ import sys
 import time
 
 from .procs import environ
-from .scenarios import TTL_S, Scenario, register
+from .scenarios import MIN_FAULTS, TTL_S, Scenario, register
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from netns import Netns, cleanup_stale  # noqa: E402
@@ -118,11 +118,14 @@ class NetFault(Scenario):
                         "job_end_ms": None if end is None else round((end - f["start"]) * 1000)})
         return out
 
+    def faults_enough(self, cell):
+        return sum(1 for x in cell.faults if x["holder"]) >= MIN_FAULTS
+
     def acceptance(self, r):
         f = []
         hits = [x for x in r["server_faults"] if x["holder"]]
-        if len(hits) < 2:
-            f.append("only %d network faults hit a running job (want at least 2)" % len(hits))
+        if len(hits) < MIN_FAULTS:
+            f.append("only %d network faults hit a running job (want at least %d)" % (len(hits), MIN_FAULTS))
         for s in r.get("net_stops", []):
             # the lease of a holder cut off at time P was last confirmed
             # before P: its job must be gone by P + T

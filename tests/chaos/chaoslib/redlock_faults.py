@@ -38,7 +38,7 @@ import threading
 import time
 
 from .procs import alive, children, environ, job_children, stat_fields
-from .scenarios import TTL_S, Scenario, register
+from .scenarios import MIN_FAULTS, TTL_S, Scenario, register
 
 JUMP_S = 30
 # dlock's Redlock lease: validity ttl - (ttl/100 + 2ms), renewed every third
@@ -475,11 +475,15 @@ class RedlockFault(Scenario):
                               "argument predicts was not shown in this cell")
         return {}
 
+    def faults_enough(self, cell):
+        return sum(1 for x in cell.faults if x.get("hit")) >= MIN_FAULTS
+
     def acceptance(self, r):
         f = ["fault injection failed: %s" % e for e in self.errors[:3]]
         hit = [x for x in r["server_faults"] if x.get("hit")]
-        if len(hit) < 2:
-            f.append("only %d faults hit a running holder on a bare majority (want at least 2)" % len(hit))
+        if len(hit) < MIN_FAULTS:
+            f.append("only %d faults hit a running holder on a bare majority (want at least %d)"
+                     % (len(hit), MIN_FAULTS))
         for x in hit:
             if not x["copy_gone"] or (self.kind == "jumps" and not x["partner_pttl_ms"]):
                 f.append("fault on node%d: %s's copy did not end there early (its partner's ttl: %s ms)"

@@ -12,7 +12,7 @@ import random
 import time
 
 from .procs import environ
-from .scenarios import PAUSE_S, TTL_S, Scenario, register
+from .scenarios import MIN_FAULTS, PAUSE_S, TTL_S, Scenario, register
 
 EXIT_GRACE_S = TTL_S + 1.0
 # etcd server-pause: how long a job may run on after the old leader revoked
@@ -80,10 +80,13 @@ class ServerFault(Scenario):
             return True
         return rc == 69 and cell.backend in EXIT69_BACKENDS and self.in_window(cell, t_wall)
 
+    def faults_enough(self, cell):
+        return len(cell.faults) >= MIN_FAULTS and any(x["holder"] for x in cell.faults)
+
     def acceptance(self, r):
         f = []
-        if len(r["server_faults"]) < 2:
-            f.append("only %d server faults (want at least 2)" % len(r["server_faults"]))
+        if len(r["server_faults"]) < MIN_FAULTS:
+            f.append("only %d server faults (want at least %d)" % (len(r["server_faults"]), MIN_FAULTS))
         if not any(x["holder"] for x in r["server_faults"]):
             f.append("no server fault hit while a job was running")
         return f
