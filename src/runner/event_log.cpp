@@ -45,11 +45,6 @@ std::string cut(std::string value) {
   return value;
 }
 
-bool numeric(const std::string &key) {
-  return key == "fence" || key == "wait_ms" || key == "duration_ms" || key == "exit_status" || key == "job_status" ||
-         key == "renewals" || key == "pid";
-}
-
 // Writes the whole record with one call, or drops it: never blocks.
 class FdSink final : public EventSink {
 public:
@@ -154,10 +149,14 @@ std::unique_ptr<EventSink> open_event_log(const LogTarget &target, const EventOr
     return std::make_unique<FdSink>(UniqueFd(), Format::logfmt, origin, "stderr", false);
   case LogTarget::Kind::file: {
     // O_NONBLOCK: a FIFO without a reader is refused, a full one drops
-    // records, instead of holding the run up.
-    UniqueFd fd(open(target.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
+    // records, instead of holding the run up. O_NOFOLLOW: a symlink
+    // another user planted in a shared directory (/tmp) must not make a
+    // run write where they chose.
+    UniqueFd fd(open(target.path.c_str(),
+                     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0644));
     if (!fd) {
-      say("warning: --log {}: {}; events are not logged", target.path, std::strerror(errno));
+      say("warning: --log {}: {}; events are not logged", target.path,
+          errno == ELOOP ? k_symlink_refused : std::strerror(errno));
       return std::make_unique<NullSink>();
     }
     return std::make_unique<FdSink>(std::move(fd), Format::json, origin, target.path, false);
@@ -199,7 +198,7 @@ int event_severity(const RunEvent &event) {
 
 std::string logfmt_record(const RunEvent &event, const EventOrigin &origin) {
   std::string out;
-  for (const auto &[key, raw] : event_fields(event, origin)) {
+  for (const auto &[key, raw, number] : event_fields(event, origin)) {
     std::string value = cut(raw);
     bool quote = value.empty() || value.find_first_of(" =\"\\\n\t") != std::string::npos;
     if (!out.empty()) out += ' ';
@@ -216,11 +215,13 @@ std::string logfmt_record(const RunEvent &event, const EventOrigin &origin) {
 std::string json_record(const RunEvent &event, const EventOrigin &origin) {
   nlohmann::ordered_json record;
   record["time"] = utc_time(event.at, 3);
-  for (const auto &[key, value] : event_fields(event, origin)) {
-    if (numeric(key))
+  for (const auto &[key, value, number] : event_fields(event, origin)) {
+    if (!number)
+      record[key] = cut(value);
+    else if (value.front() == '-')
       record[key] = std::stoll(value);
     else
-      record[key] = cut(value);
+      record[key] = std::stoull(value);
   }
   record["message"] = cut(event_message(event));
   return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -229,7 +230,7 @@ std::string json_record(const RunEvent &event, const EventOrigin &origin) {
 std::string syslog_record(const RunEvent &event, const EventOrigin &origin) {
   // RFC 5424 6.3.3: in PARAM-VALUE, '"', '\' and ']' are escaped.
   std::string data = "[dlock@32473";
-  for (const auto &[key, raw] : event_fields(event, origin)) {
+  for (const auto &[key, raw, number] : event_fields(event, origin)) {
     if (key == "host" || key == "pid") continue; // the header has them
     data += ' ' + key + "=\"";
     for (char c : cut(raw)) {
@@ -266,7 +267,7 @@ std::string journal_record(const RunEvent &event, const EventOrigin &origin) {
   field("SYSLOG_IDENTIFIER", "dlock");
   field("SYSLOG_FACILITY", std::to_string(k_facility_user));
   field("SYSLOG_PID", std::to_string(origin.pid));
-  for (const auto &[key, value] : event_fields(event, origin)) {
+  for (const auto &[key, value, number] : event_fields(event, origin)) {
     if (key == "pid") continue;
     std::string upper = "DLOCK_";
     for (char c : key)

@@ -26,12 +26,15 @@ const char *event_word(EventKind kind) {
   return "unknown";
 }
 
-bool is_terminal(EventKind kind) { return kind != EventKind::acquired; }
+bool is_terminal(const RunEvent &event) {
+  if (event.kind == EventKind::unavailable) return event.action != "run";
+  return event.kind != EventKind::acquired;
+}
 
 EventFields event_fields(const RunEvent &event, const EventOrigin &origin) {
   EventFields fields = {{"event", event_word(event.kind)}, {"name", event.name}};
   auto add = [&](const char *key, const auto &value) {
-    if (value) fields.emplace_back(key, fmt::format("{}", *value));
+    if (value) fields.push_back({key, fmt::format("{}", *value), true});
   };
   add("fence", event.fence);
   auto millis = [](const std::optional<Millis> &value) {
@@ -42,12 +45,12 @@ EventFields event_fields(const RunEvent &event, const EventOrigin &origin) {
   add("exit_status", event.exit_status);
   add("job_status", event.job_status);
   add("renewals", event.renewals);
-  if (!event.action.empty()) fields.emplace_back("action", event.action);
-  if (!event.cause.empty()) fields.emplace_back("cause", event.cause);
-  fields.emplace_back("namespace", origin.lock_namespace);
-  fields.emplace_back("backend", origin.backend);
-  fields.emplace_back("host", origin.host);
-  fields.emplace_back("pid", fmt::format("{}", origin.pid));
+  if (!event.action.empty()) fields.push_back({"action", event.action});
+  if (!event.cause.empty()) fields.push_back({"cause", event.cause});
+  fields.push_back({"namespace", origin.lock_namespace});
+  fields.push_back({"backend", origin.backend});
+  fields.push_back({"host", origin.host});
+  fields.push_back({"pid", fmt::format("{}", origin.pid), true});
   return fields;
 }
 

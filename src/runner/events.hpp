@@ -21,7 +21,6 @@ enum class EventKind { acquired, busy, interrupted, released, lost, max_runtime,
 
 // "acquired", "max-runtime", "unlocked-end": the word in every record.
 const char *event_word(EventKind kind);
-bool is_terminal(EventKind kind);
 
 struct RunEvent {
   EventKind kind = EventKind::acquired;
@@ -37,6 +36,11 @@ struct RunEvent {
   std::string action; // unavailable: what --if-unavailable did (fail, run or skip)
 };
 
+// True for the one event that ends a run's record: every event but
+// acquired, and but an unavailable whose action is run (the job then runs
+// without the lock, and unlocked_end ends the run).
+bool is_terminal(const RunEvent &event);
+
 // Every run's records carry these too.
 struct EventOrigin {
   std::string lock_namespace;
@@ -45,15 +49,27 @@ struct EventOrigin {
   long pid = 0;
 };
 
+// One field of a record: its value as text, and whether that text is a
+// number (JSON writes it unquoted).
+struct EventField {
+  std::string key;
+  std::string value;
+  bool number = false;
+};
 // The record's fields, in the order every format writes them ("event",
-// "name", then only those set), values as text.
-using EventFields = std::vector<std::pair<std::string, std::string>>;
+// "name", then only those set).
+using EventFields = std::vector<EventField>;
 EventFields event_fields(const RunEvent &event, const EventOrigin &origin);
 // `value` for inside double quotes, as logfmt and Prometheus labels both
 // want it: backslash before '"' and '\', a newline as \n.
 std::string quoted_text(std::string_view value);
 // One sentence for people: "acquired lock 'x' (fence 12) after 3 ms".
 std::string event_message(const RunEvent &event);
+
+// What --log FILE and --metrics-file say of a FILE that is a symlink:
+// neither follows one (another user may have planted it in a shared
+// directory).
+inline constexpr const char *k_symlink_refused = "it is a symbolic link, not followed (give the file's own path)";
 
 // Where events go. record() must never block for long nor throw: a log
 // that cannot be written must not delay or fail the job.

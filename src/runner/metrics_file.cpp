@@ -204,7 +204,7 @@ void MetricsFile::record(const RunEvent &event) noexcept {
       return;
     }
     if (event.wait) m_wait = event.wait;
-    if (is_terminal(event.kind) && !(event.kind == EventKind::unavailable && event.action == "run")) update(event);
+    if (is_terminal(event)) update(event);
   } catch (const std::exception &failure) {
     say("warning: --metrics-file {}: {}", m_path, failure.what());
   }
@@ -228,7 +228,9 @@ void MetricsFile::update(const RunEvent &end) {
   }
   MetricsText metrics;
   mode_t mode = 0644;
-  if (UniqueFd old(open(m_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)); old) {
+  // O_NOFOLLOW: not a symlink another user planted (rename would replace
+  // the link, but its target would be read and its mode copied).
+  if (UniqueFd old(open(m_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW)); old) {
     struct stat info {};
     if (fstat(old.get(), &info) != 0 || !S_ISREG(info.st_mode)) return fail("it is not a regular file", 0);
     if (static_cast<std::size_t>(info.st_size) > k_max_file) return fail("it is larger than 4 MiB", 0);
@@ -243,6 +245,8 @@ void MetricsFile::update(const RunEvent &end) {
     }
     text.resize(have);
     metrics = parse_metrics(text);
+  } else if (errno == ELOOP) {
+    return fail(k_symlink_refused, 0);
   } else if (errno != ENOENT) {
     return fail("cannot read it", errno);
   }

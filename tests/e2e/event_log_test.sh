@@ -161,4 +161,13 @@ capture "${DL[@]}" run --log "$tmpdir/no/such/dir/log" ev -- true
 [ "$rc" = 0 ] || fail "a run whose log file cannot be created exited $rc"
 capture "${DL[@]}" run --log '' ev -- true
 [ "$rc" = 64 ] || fail "--log '' exited $rc, expected 64"
+# A symlink planted where the log goes (as another user could in /tmp):
+# not followed, its target unchanged; one warning, the job's status.
+printf 'root:x:0:0\n' >"$tmpdir/precious"
+ln -s "$tmpdir/precious" "$tmpdir/planted.log"
+capture "${DL[@]}" run --log "$tmpdir/planted.log" ev -- sh -c 'exit 3'
+[ "$rc" = 3 ] || fail "a run whose log file is a symlink exited $rc, not the job's 3"
+assert_one_line_message "a symlinked log file" "$err"
+case $err in *warning*"symbolic link, not followed"*) ;; *) fail "no warning for a symlinked log file: $err" ;; esac
+[ "$(cat "$tmpdir/precious")" = "root:x:0:0" ] || fail "the symlink's target was written: $(cat "$tmpdir/precious")"
 pass

@@ -97,4 +97,16 @@ capture "${DL[@]}" run --metrics-file "$tmpdir/no/such/dir/x.prom" ok -- sh -c '
 [ "$rc" = 6 ] || fail "a run whose metrics file cannot be written exited $rc"
 assert_one_line_message "unwritable metrics file" "$err"
 case $err in *warning*metrics*) ;; *) fail "no warning for an unwritable metrics file: $err" ;; esac
+
+# A symlink planted where the file goes: not followed, its target neither
+# read nor replaced, the link left as it was.
+printf 'secret 1\n' >"$tmpdir/target"
+chmod 0600 "$tmpdir/target"
+ln -s "$tmpdir/target" "$tmpdir/planted.prom"
+capture "${DL[@]}" run --metrics-file "$tmpdir/planted.prom" ok -- true
+[ "$rc" = 0 ] || fail "a run whose metrics file is a symlink exited $rc"
+assert_one_line_message "a symlinked metrics file" "$err"
+case $err in *warning*"symbolic link, not followed"*) ;; *) fail "no warning for a symlinked metrics file: $err" ;; esac
+[ -L "$tmpdir/planted.prom" ] || fail "the planted symlink was replaced"
+[ "$(cat "$tmpdir/target")" = "secret 1" ] || fail "the symlink's target was changed: $(cat "$tmpdir/target")"
 pass

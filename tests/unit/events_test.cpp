@@ -39,10 +39,10 @@ TEST_CASE("an event's fields come in one order, only those set, never a token") 
   EventFields fields = event_fields(busy, k_origin);
   std::vector<std::string> keys;
   for (const auto &field : fields)
-    keys.push_back(field.first);
+    keys.push_back(field.key);
   CHECK(keys ==
         std::vector<std::string>{"event", "name", "wait_ms", "exit_status", "namespace", "backend", "host", "pid"});
-  CHECK(fields[0].second == "busy");
+  CHECK(fields[0].value == "busy");
 }
 
 TEST_CASE("logfmt quotes values with blanks, quotes or newlines") {
@@ -63,6 +63,26 @@ TEST_CASE("a JSON record has the time, the fields as numbers where numeric, and 
   CHECK(record["duration_ms"] == 1500);
   CHECK(record["pid"] == 4242);
   CHECK(record["message"].get<std::string>().find("released lock 'nightly-report'") != std::string::npos);
+
+  RunEvent high = released_event();
+  high.fence = 18446744073709551615ULL; // a fence past INT64_MAX stays a number, unchanged
+  CHECK(nlohmann::json::parse(json_record(high, k_origin))["fence"].get<std::uint64_t>() == 18446744073709551615ULL);
+}
+
+TEST_CASE("an unavailable run ends with unlocked-end when the job ran without the lock") {
+  RunEvent unavailable;
+  unavailable.kind = EventKind::unavailable;
+  for (const char *action : {"fail", "skip"}) {
+    unavailable.action = action;
+    CHECK(is_terminal(unavailable));
+  }
+  unavailable.action = "run";
+  CHECK_FALSE(is_terminal(unavailable));
+  RunEvent acquired;
+  CHECK_FALSE(is_terminal(acquired));
+  RunEvent end;
+  end.kind = EventKind::unlocked_end;
+  CHECK(is_terminal(end));
 }
 
 TEST_CASE("a syslog record is RFC 5424 with the fields as structured data") {
