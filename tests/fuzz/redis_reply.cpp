@@ -1,7 +1,7 @@
 // Redis replies through dlock's own handling: the incremental parser fed
 // in pieces of every size, then what the backends read from replies
-// (error codes, holder hashes, fences, INFO fields; the status script's
-// reply is redis_status's). A protocol error is dlock::Error, nothing else.
+// (error codes, holder hashes, fences; INFO is the doctor target's, the
+// status script's reply redis_status's). A protocol error is dlock::Error, nothing else.
 #include "backend/redis/common.hpp"
 #include "core/error.hpp"
 #include "resp_input.hpp"
@@ -23,8 +23,6 @@ void inspect(const Reply &reply, int depth) {
   }
   if (reply.type == Reply::Type::string || reply.type == Reply::Type::status) {
     (void)to_integer(reply.str);
-    (void)info_field(reply.str, "redis_version");
-    (void)server_info(reply.str);
   }
   if (reply.type == Reply::Type::array) {
     (void)holder_from(reply);

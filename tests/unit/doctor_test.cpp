@@ -171,3 +171,49 @@ TEST_CASE("a lock directory on NFS, SMB or FUSE is unsafe, on a local file syste
   CHECK(file::filesystem_finding("/d", 0xFF534D42).severity == Severity::unsafe);
   CHECK(file::filesystem_finding("/d", 0x01021994).severity == Severity::ok); // tmpfs
 }
+
+TEST_CASE("etcd clock: this host against the members' Date headers, whole seconds and the round trip allowed for") {
+  using namespace std::chrono;
+  auto at = [](long long ms) { return system_clock::time_point(milliseconds(ms)); };
+  etcd::MemberStatus member;
+  member.endpoint = "http://a:1";
+  member.answered = true;
+  CHECK(etcd::clock_finding({member}).found.find("not compared") != std::string::npos);
+  // Sent at 100.200 s, answered at 100.300 s, Date 100: the member's clock
+  // read 100.000-100.999 in that time: in step.
+  member.clock = {100, at(100'200), at(100'300)};
+  CHECK(etcd::clock_finding({member}).severity == Severity::ok);
+  // Date 102: at least 1.7 s ahead of this host: this host is behind.
+  member.clock = {102, at(100'200), at(100'300)};
+  Finding behind = etcd::clock_finding({member});
+  CHECK(behind.severity == Severity::warning);
+  CHECK(behind.found.find("1.7s behind that of http://a:1") != std::string::npos);
+  CHECK(behind.fix.find("chrony") != std::string::npos);
+  // Date 98: at most 98.999 while this host read 100.2: this host is ahead.
+  member.clock = {98, at(100'200), at(100'300)};
+  CHECK(etcd::clock_finding({member}).found.find("1.2s ahead of") != std::string::npos);
+  // A slow round trip leaves room: 2 s in flight, Date 101.
+  member.clock = {101, at(100'000), at(102'000)};
+  CHECK(etcd::clock_finding({member}).severity == Severity::ok);
+  // A member that did not answer is not compared.
+  member.answered = false;
+  member.clock = {200, at(100'000), at(100'001)};
+  CHECK(etcd::clock_finding({member}).severity == Severity::ok);
+}
+
+TEST_CASE("ping says of a server what doctor's role check says") {
+  redis::PingView master = redis::ping_view("a:1", k_master_info, false);
+  CHECK(master.description == "redis 7.0.15 master");
+  CHECK(master.error.empty());
+  const char *replica = "redis_version:7.0.15\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6380\r\n";
+  redis::PingView one = redis::ping_view("a:1", replica, false);
+  CHECK(one.description == "redis 7.0.15 replica");
+  CHECK(one.error ==
+        redis::role_finding(info("a:1", replica)).found + "; " + redis::role_finding(info("a:1", replica)).fix);
+  CHECK(one.error.find("read-only replica of 10.0.0.1:6380") != std::string::npos);
+  CHECK(one.error.find("redis-sentinel://") != std::string::npos);
+  redis::PingView node = redis::ping_view("a:1", replica, true);
+  CHECK(node.error.find("read-only replica") != std::string::npos);
+  CHECK(node.error.find("independent master") != std::string::npos);
+  CHECK(redis::ping_view("a:1", "", false).error.find("does not give the role") != std::string::npos);
+}

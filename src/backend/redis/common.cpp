@@ -216,30 +216,12 @@ std::optional<Millis> quorum_length(std::vector<Millis> lengths, std::size_t maj
   return lengths[majority - 1];
 }
 
-std::string info_field(const std::string &info, std::string_view field) {
-  std::string key = fmt::format("\n{}:", field);
-  auto at = ("\n" + info).find(key);
-  if (at == std::string::npos) return {};
-  at += key.size() - 1; // position in `info`
-  auto end = info.find_first_of("\r\n", at);
-  return info.substr(at, end == std::string::npos ? std::string::npos : end - at);
-}
-
 std::optional<std::string> take_option(std::map<std::string, std::string> &query, const std::string &key) {
   auto found = query.find(key);
   if (found == query.end()) return std::nullopt;
   std::string value = found->second;
   query.erase(found);
   return value;
-}
-
-ServerInfo server_info(const std::string &info) {
-  ServerInfo server;
-  server.role = info_field(info, "role");
-  if (server.role == "slave") server.role = "replica";
-  server.description = fmt::format("redis {} {}", info_field(info, "redis_version"), server.role);
-  server.eviction_policy = info_field(info, "maxmemory_policy");
-  return server;
 }
 
 Clock::time_point retry_at(Clock::time_point now, long long holder_pttl, Millis cap, std::minstd_rand &random) {

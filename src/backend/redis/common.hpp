@@ -95,18 +95,9 @@ std::optional<RenewReply> read_renew_reply(const Reply &reply);
 // renewed for `lengths` (one per confirming node, each from the same send):
 // the majority-th longest. nullopt when fewer than `majority` confirmed.
 std::optional<Millis> quorum_length(std::vector<Millis> lengths, std::size_t majority);
-// A value of one "field:value" line of INFO.
-std::string info_field(const std::string &info, std::string_view field);
 
 // Removes `key` from `query` and returns its value, if it was there.
 std::optional<std::string> take_option(std::map<std::string, std::string> &query, const std::string &key);
-
-// What INFO says about a server: "redis 7.0.15 master", its role
-// ("master" or "replica") and its maxmemory-policy.
-struct ServerInfo {
-  std::string description, role, eviction_policy;
-};
-ServerInfo server_info(const std::string &info);
 
 // When a waiter tries again without a release message: once the holder's
 // lease could have run out (`holder_pttl`, or 50ms when unknown; at most

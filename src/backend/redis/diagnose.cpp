@@ -261,15 +261,27 @@ Finding clock_finding(const std::vector<std::string> &addresses,
   return f;
 }
 
-void warn_if_evicting(const std::string &address, const std::string &info) {
-  ServerFacts facts;
+PingView ping_view(const std::string &address, const std::string &info, bool redlock) {
+  PingView view;
+  ServerFacts &facts = view.facts;
   facts.address = address;
   read_info(info, facts);
+  view.description = fmt::format("{} {}", facts.version.empty() ? "redis ?" : facts.version, facts.role);
+  if (facts.role != "master") {
+    Finding role = role_finding(facts);
+    view.error = role.found;
+    if (redlock)
+      view.error += "; each Redlock node must be an independent master";
+    else if (!role.fix.empty())
+      view.error += "; " + role.fix;
+  }
   // Only a policy known to evict: a server whose INFO does not say (a
   // proxy, a look-alike) is doctor's to question, not every ping's.
-  if (facts.eviction_policy.empty()) return;
-  Finding finding = eviction_finding(facts);
-  if (finding.severity != Severity::ok) say("warning: {}; {}", finding.found, finding.fix);
+  if (!facts.eviction_policy.empty()) {
+    Finding finding = eviction_finding(facts);
+    if (finding.severity != Severity::ok) say("warning: {}; {}", finding.found, finding.fix);
+  }
+  return view;
 }
 
 } // namespace dlock::backend::redis

@@ -66,8 +66,16 @@ Finding clock_finding(const std::vector<std::string> &addresses,
 class Nodes;
 std::vector<Finding> diagnose_nodes(Nodes &nodes, Millis drift_allowance, Millis timeout);
 
-// ping's warning (one line on stderr) when eviction_finding() on the INFO
-// text `info` of the server at `address` is not ok.
-void warn_if_evicting(const std::string &address, const std::string &info);
+// ping's view of the server at `address` from its INFO text, with
+// doctor's words: its line ("redis 7.0.15 master"), and why locks cannot
+// be taken there (role_finding() of a replica; empty when they can). A
+// warning (one line on stderr) when eviction_finding() is not ok for a
+// policy known to evict.
+struct PingView {
+  ServerFacts facts;
+  std::string description;
+  std::string error;
+};
+PingView ping_view(const std::string &address, const std::string &info, bool redlock);
 
 } // namespace dlock::backend::redis

@@ -289,13 +289,11 @@ public:
       node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
       if (pong.is_error()) node.error = pong.str;
       Reply info = checked(connection.call({"INFO"}));
-      ServerInfo server = server_info(info.str);
+      PingView view = ping_view(node.address, info.str, false);
       node.reachable = true;
-      node.version = server.description;
-      if (server.role != "master")
-        node.error = "read-only replica: locks need the master (point dlock at it, or use redis-sentinel://)";
-      result.detail = fmt::format("role {}; maxmemory-policy {}", server.role, server.eviction_policy);
-      warn_if_evicting(node.address, info.str);
+      node.version = view.description;
+      if (!view.error.empty()) node.error = view.error;
+      result.detail = fmt::format("role {}; maxmemory-policy {}", view.facts.role, view.facts.eviction_policy);
       if (!m_master_name.empty()) result.detail += fmt::format("; master '{}' from sentinel", m_master_name);
     } catch (const Error &failure) {
       if (failure.code() != ExitCode::unavailable) throw;

@@ -248,10 +248,9 @@ public:
       } else {
         node.reachable = true;
         node.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(answer.at - started);
-        ServerInfo server = server_info(answer.replies[1].str);
-        node.version = server.description;
-        if (server.role != "master") node.error = "read-only replica: each Redlock node must be an independent master";
-        warn_if_evicting(node.address, answer.replies[1].str);
+        PingView view = ping_view(node.address, answer.replies[1].str, true);
+        node.version = view.description;
+        node.error = view.error;
         if (node.error.empty()) ++healthy;
       }
       result.nodes.push_back(node);
