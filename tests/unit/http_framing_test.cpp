@@ -105,3 +105,18 @@ TEST_CASE("http framing: bad chunk framing is refused, an endless chunk size lin
   std::string in(5000, '1'), out;
   CHECK_THROWS_AS(decoder.decode(in, out), FramingError);
 }
+
+TEST_CASE("a Date header in the IMF-fixdate form is read as seconds since the epoch") {
+  CHECK(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777);
+  CHECK(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT") == 0);
+  CHECK(parse_http_date("Tue, 29 Feb 2028 23:59:60 GMT") == 1835481600);
+  for (const char *bad :
+       {"", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Sun, 06 Nov 1994 08:49:37 UTC",
+        "Sun, 06 Nvo 1994 08:49:37 GMT", "Sun, 06 anF 1994 08:49:37 GMT", "Sun, 6x Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:3 GMT "})
+    CHECK_FALSE(parse_http_date(bad));
+  auto head = parse_head("HTTP/1.1 200 OK\r\ndate:  Sun, 06 Nov 1994 08:49:37 GMT \r\nContent-Length: 0\r\n\r\n");
+  REQUIRE(head);
+  CHECK(head->date == 784111777);
+  CHECK_FALSE(parse_head("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")->date);
+}

@@ -100,12 +100,47 @@ Finding cluster_finding(const std::vector<MemberStatus> &members) {
   return f;
 }
 
+Finding clock_finding(const std::vector<MemberStatus> &members, Millis limit) {
+  Finding f{"etcd.clock", Severity::ok, "", ""};
+  auto ms = [](std::chrono::system_clock::time_point t) {
+    return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
+  };
+  long long closest = -1; // the largest uncertainty of a member found in step
+  for (const MemberStatus &member : members) {
+    if (!member.answered || !member.clock.date) continue;
+    // The member stamped its Date in [date, date + 1 s) of its clock,
+    // while this host's clock was in [sent, received].
+    long long low = *member.clock.date * 1000 - ms(member.clock.received);
+    long long high = (*member.clock.date + 1) * 1000 - ms(member.clock.sent);
+    long long off = low > limit.count() ? low : high < -limit.count() ? -high : 0;
+    if (off == 0) {
+      closest = std::max(closest, high - low);
+      continue;
+    }
+    f.severity = Severity::warning;
+    f.found = fmt::format("this host's clock is at least {} {} that of {}: leases do not depend on it (monotonic "
+                          "clocks time them), but the expiry times status shows and the times in logs disagree "
+                          "between hosts, and cron starts the same job on two such hosts {} apart (a --min-hold "
+                          "must cover that)",
+                          format_duration(Millis(off)), low > 0 ? "behind" : "ahead of", member.endpoint,
+                          format_duration(Millis(off)));
+    f.fix = "synchronise the clocks of this host and the members (chrony or systemd-timesyncd)";
+    return f;
+  }
+  f.found = closest < 0 ? "not compared: no member's answer had a Date header"
+                        : fmt::format("this host's clock agrees with the members' within {} (their Date headers "
+                                      "have whole seconds)",
+                                      format_duration(Millis(std::max<long long>(closest, limit.count()))));
+  return f;
+}
+
 std::vector<Finding> diagnose_members(Gateway &gateway) {
   std::vector<MemberStatus> members;
   for (std::size_t i = 0; i < gateway.endpoints().size(); ++i) {
     try {
       members.push_back(member_status_from(gateway.endpoints()[i],
                                            gateway.call_endpoint(i, "/v3/maintenance/status", Json::object())));
+      members.back().clock = gateway.last_clock();
     } catch (const Error &failure) {
       if (failure.code() == ExitCode::auth) throw; // the same credentials everywhere: 77
       MemberStatus member;
@@ -119,14 +154,7 @@ std::vector<Finding> diagnose_members(Gateway &gateway) {
   std::vector<Finding> out{members_finding(members), cluster_finding(members)};
   for (const MemberStatus &member : members)
     if (member.answered) out.push_back(version_finding(member));
-  // Leases run on the members' own clocks and dlock counts T on its own
-  // monotonic clock from the send time of each renewal, so an offset of
-  // wall clocks does not move a lease; the gateway's answers carry no clock
-  // reading to compare anyway.
-  out.push_back({"etcd.clock", Severity::ok,
-                 "not compared: etcd's answers carry no clock reading; leases are timed by the members' and dlock's "
-                 "monotonic clocks, which a wall-clock offset does not move",
-                 ""});
+  out.push_back(clock_finding(members));
   return out;
 }
 

@@ -55,6 +55,7 @@ Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path,
                                   SteadyClock::time_point deadline, int interrupt_fd) {
   Attempt out;
   std::optional<HttpResponse> response;
+  auto sent = std::chrono::system_clock::now();
   try {
     response = connection(endpoint).post(path, body.dump(),
                                          path == k_authenticate ? std::vector<std::string>{} : headers_for(endpoint),
@@ -69,6 +70,7 @@ Gateway::Attempt Gateway::attempt(std::size_t endpoint, const std::string &path,
     out.failure = "interrupted";
     return out;
   }
+  m_last_clock = {response->date, sent, std::chrono::system_clock::now()};
   const std::string &where = m_options.endpoints[endpoint];
   Json answer = Json::parse(response->body, nullptr, false);
   out.answered = true;
@@ -170,7 +172,9 @@ Json Gateway::call_endpoint(std::size_t endpoint, const std::string &path, const
   one.endpoints = {m_options.endpoints.at(endpoint)};
   Gateway single(std::move(one));
   if (auto token = m_tokens.find(endpoint); token != m_tokens.end()) single.m_tokens[0] = token->second;
-  return *single.call(path, body);
+  Json answer = *single.call(path, body);
+  m_last_clock = single.m_last_clock;
+  return answer;
 }
 
 Gateway::Attempt Gateway::authenticate(std::size_t endpoint, SteadyClock::time_point deadline, int interrupt_fd) {

@@ -51,6 +51,14 @@ struct GatewayOptions {
 // or config.password). ConfigError (78) for anything else.
 GatewayOptions gateway_options(const BackendConfig &config);
 
+// A member's clock as its last answer showed it: its Date header (whole
+// seconds), and this host's wall clock when the request went and when the
+// answer came.
+struct ServerClock {
+  std::optional<std::int64_t> date;
+  std::chrono::system_clock::time_point sent, received;
+};
+
 // Requests to an etcd cluster: each goes to the endpoint that answered
 // last and fails over to the others; with a user, each endpoint gets its
 // own login. The watch (watch.hpp) has a connection of its own.
@@ -70,8 +78,10 @@ public:
   std::optional<Json> call(const std::string &path, const Json &body,
                            std::optional<SteadyClock::time_point> answer_by = std::nullopt, int interrupt_fd = -1);
 
-  // The same request to one endpoint only, for ping.
+  // The same request to one endpoint only, for ping and doctor.
   Json call_endpoint(std::size_t endpoint, const std::string &path, const Json &body);
+  // The clock of the member that answered last.
+  const ServerClock &last_clock() const { return m_last_clock; }
   const std::vector<std::string> &endpoints() const { return m_options.endpoints; }
 
   // The endpoint that answered last, where the next request goes first.
@@ -113,6 +123,7 @@ private:
   GatewayOptions m_options;
   net::TlsOptions m_tls;
   std::size_t m_current = 0;                                  // the endpoint that answered last
+  ServerClock m_last_clock;                                   // and its clock
   std::map<std::size_t, std::string> m_tokens;                // auth token per endpoint, with a user
   std::vector<std::unique_ptr<HttpConnection>> m_connections; // per endpoint, kept alive
 };

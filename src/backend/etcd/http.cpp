@@ -109,6 +109,7 @@ int HttpConnection::read_head(Deadline deadline, int wake_fd) {
     m_in.erase(0, head->size);
     if (head->status < 200 && head->status != 101) continue; // 100 Continue and the like: the answer follows
     m_keep = head->keep;
+    m_date = head->date;
     m_body = http::BodyDecoder(*head);
     return head->status;
   }
@@ -161,6 +162,7 @@ std::optional<HttpResponse> HttpConnection::post(const std::string &path, const 
   auto started = Clock::now();
   HttpResponse response;
   int got = response.status = start(path, body, headers, deadline, interrupt_fd);
+  response.date = m_date;
   if (got > 0 && !decode(response.body)) {
     // The body: at most k_max_reply bytes, by the deadline.
     auto complete = [&] {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@ namespace dlock::backend::etcd {
 struct HttpResponse {
   int status = 0;
   std::string body;
+  std::optional<std::int64_t> date; // the server's Date header (seconds since the epoch)
 };
 
 class HttpConnection {
@@ -78,12 +80,13 @@ private:
   Millis m_connect_timeout;
   std::string m_where, m_host;
   net::Stream m_stream;
-  std::string m_in;         // received bytes not yet consumed
-  bool m_reused = false;    // a response was read on this connection
-  bool m_fresh = false;     // no byte of the current response arrived yet
-  bool m_keep = true;       // the server keeps the connection open
-  bool m_busy = false;      // a request is in flight (or a stream open)
-  http::BodyDecoder m_body; // the current response's body
+  std::string m_in;                   // received bytes not yet consumed
+  bool m_reused = false;              // a response was read on this connection
+  bool m_fresh = false;               // no byte of the current response arrived yet
+  bool m_keep = true;                 // the server keeps the connection open
+  bool m_busy = false;                // a request is in flight (or a stream open)
+  http::BodyDecoder m_body;           // the current response's body
+  std::optional<std::int64_t> m_date; // the current response's Date header
 };
 
 } // namespace dlock::backend::etcd

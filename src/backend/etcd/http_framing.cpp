@@ -41,7 +41,37 @@ std::string shown(std::string_view text) {
 
 constexpr std::size_t k_max_chunk_line = 4096;
 
+// Days from 1970-01-01 to year-month-day of the proleptic Gregorian
+// calendar (H. Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  auto yoe = static_cast<unsigned>(y - era * 400);
+  unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
 } // namespace
+
+std::optional<std::int64_t> parse_http_date(std::string_view text) {
+  // "Sun, 06 Nov 1994 08:49:37 GMT": 29 bytes, every field at its place.
+  static constexpr std::string_view k_months = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  if (text.size() != 29 || text.substr(3, 2) != ", " || text[7] != ' ' || text[11] != ' ' || text[16] != ' ' ||
+      text[19] != ':' || text[22] != ':' || text.substr(25) != " GMT")
+    return std::nullopt;
+  auto number = [&](std::size_t at, std::size_t width, unsigned &value) {
+    auto parsed = std::from_chars(text.data() + at, text.data() + at + width, value);
+    return parsed.ec == std::errc() && parsed.ptr == text.data() + at + width;
+  };
+  unsigned day = 0, year = 0, hour = 0, minute = 0, second = 0;
+  std::size_t month = k_months.find(text.substr(8, 3));
+  if (month == std::string_view::npos || month % 3 != 0 || !number(5, 2, day) || !number(12, 4, year) ||
+      !number(17, 2, hour) || !number(20, 2, minute) || !number(23, 2, second) || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60)
+    return std::nullopt;
+  return days_from_civil(year, static_cast<unsigned>(month / 3 + 1), day) * 86400 + hour * 3600 + minute * 60 + second;
+}
 
 std::optional<Head> parse_head(std::string_view in) {
   std::size_t end = in.find("\r\n\r\n");
@@ -77,6 +107,8 @@ std::optional<Head> parse_head(std::string_view in) {
       has_length = true;
     } else if (iequals(name, "transfer-encoding")) {
       chunked = icontains(value, "chunked");
+    } else if (iequals(name, "date")) {
+      result.date = parse_http_date(value);
     } else if (iequals(name, "connection")) {
       if (icontains(value, "close"))
         result.keep = false;

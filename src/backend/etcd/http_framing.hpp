@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,7 +29,13 @@ struct Head {
   Framing framing = Framing::length; // how the body ends
   std::size_t length = 0;            // Content-Length (Framing::length)
   std::size_t size = 0;              // bytes of the head, with its blank line
+  std::optional<std::int64_t> date;  // the Date header, in seconds since the epoch
 };
+
+// An HTTP-date in the IMF-fixdate form every server sends (RFC 9110
+// 5.6.7: "Sun, 06 Nov 1994 08:49:37 GMT") as seconds since the epoch;
+// nullopt for anything else (the obsolete forms are not read).
+std::optional<std::int64_t> parse_http_date(std::string_view text);
 
 // The head at the start of `in`; nullopt while it is incomplete. Throws
 // FramingError for a head that is not HTTP/1.x, has a bad Content-Length,
