@@ -141,10 +141,15 @@ is_alive() { ! is_gone "$1"; }
 # kills (use_zookeeper adds its server: acquire's keepers live on after the
 # test otherwise).
 _cleanup_backends=()
+# Commands the cleanup runs first (at_cleanup CMD...: e.g. unmount what a
+# test mounted in $tmpdir, before it is removed).
+_cleanup_cmds=()
+at_cleanup() { _cleanup_cmds+=("$*"); }
 
 _cleanup() {
-  local pid backend backends=("${_cleanup_backends[@]}")
+  local pid backend backends=("${_cleanup_backends[@]}") cmd
   exec 2>/dev/null # no "Killed" job notices for what is killed here
+  for cmd in "${_cleanup_cmds[@]}"; do eval "$cmd"; done
   server_thaw # a frozen server would hold up the look at its holders
   # Lock holders in our private directory (dlock run, acquire keepers).
   [ -d "$LOCKDIR" ] && backends+=("file://$LOCKDIR")
