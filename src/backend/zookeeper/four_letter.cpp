@@ -30,6 +30,28 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
   throw UnavailableError(fmt::format("{}: {}", where, stream.error()));
 }
 
+std::string server_closing_new_connections(const std::string &hosts, Millis wait) {
+  std::string_view list(hosts);
+  list = list.substr(0, list.find('/')); // a chroot suffix
+  for (std::size_t start = 0, n = 0; start < list.size() && n < 3; ++n) {
+    std::size_t end = std::min(list.find(',', start), list.size());
+    std::string host(list.substr(start, end - start));
+    start = end + 1;
+    try {
+      net::Stream stream;
+      auto deadline = std::chrono::steady_clock::now() + wait;
+      stream.connect(net::parse_address(host, 2181), net::TlsOptions{}, deadline, host, wait);
+      char byte = 0;
+      std::size_t got = 0;
+      net::Io io = stream.read_some(&byte, 1, got, deadline);
+      if (io == net::Io::closed || io == net::Io::error) return host;
+    } catch (const Error &) {
+      // not reached or a bad address: not this kind of refusal
+    }
+  }
+  return {};
+}
+
 std::string line_value(const std::string &text, std::string_view key) {
   auto at = text.find(key);
   if (at == std::string::npos) return {};

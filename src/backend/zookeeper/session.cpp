@@ -1,5 +1,6 @@
 #include "backend/zookeeper/session.hpp"
 
+#include "backend/zookeeper/four_letter.hpp"
 #include "backend/zookeeper/frame_limit.hpp"
 
 #include "core/error.hpp"
@@ -220,6 +221,7 @@ Session::Session(const SessionOptions &options) : m_options(options) {
       throw Error(ExitCode::auth, fmt::format("{}: ZooKeeper refused the credentials", options.label));
     std::string cause;
     std::string hint = "is the server running?";
+    bool closed = false; // the server closed each connection before a session was set up
     {
       std::lock_guard lock(g_log_mutex);
       // Every address refused: nothing listens there, no point waiting.
@@ -227,11 +229,29 @@ Session::Session(const SessionOptions &options) : m_options(options) {
         cause = "connection refused";
       } else if (SteadyClock::now() >= deadline) {
         cause = last_frame_refusal();
-        if (!cause.empty())
+        if (!cause.empty()) {
           hint = "is that a ZooKeeper server?";
-        else
+        } else {
           cause = g_last_error.empty() ? fmt::format("no session within {}", format_duration(options.connect_timeout))
                                        : g_last_error;
+          // What the client says of a server that closed the connection
+          // (EHOSTDOWN: it read end-of-file).
+          closed = cause == std::strerror(EHOSTDOWN) || cause == std::strerror(EPIPE) ||
+                   cause == std::strerror(ECONNRESET);
+        }
+      }
+    }
+    if (closed) {
+      // At accept, before reading anything, is where a server over its
+      // maxClientCnxns closes; a member without a quorum reads the
+      // handshake first. (Asked without the log's lock held.)
+      if (std::string closing = server_closing_new_connections(options.hosts, Millis(1000)); !closing.empty()) {
+        cause = fmt::format("{} closes every new connection at once", closing);
+        hint = "ZooKeeper does so when this address already holds maxClientCnxns connections, 60 by default, and "
+               "each running dlock holds one: raise maxClientCnxns in zoo.cfg (0: no limit) or start fewer at once;";
+      } else {
+        cause = "the server closed each connection before a session was set up";
+        hint = "a member without a quorum does so: is a majority of the ensemble up?";
       }
     }
     if (!cause.empty()) {
