@@ -1,12 +1,17 @@
 #include "backend/zookeeper/four_letter.hpp"
 
 #include "core/error.hpp"
+#include "core/unique_fd.hpp"
 #include "net/stream.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <poll.h>
+#include <sys/socket.h>
 #include <thread>
+#include <utility>
 
 namespace dlock::backend::zookeeper {
 
@@ -31,22 +36,32 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
 }
 
 std::string server_closing_new_connections(const std::string &hosts, Millis wait) {
+  // One silent connection to each of the first three servers, all watched
+  // together until `wait` has passed or one of them is closed.
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  std::vector<std::pair<std::string, UniqueFd>> open;
   std::string_view list(hosts);
   list = list.substr(0, list.find('/')); // a chroot suffix
-  for (std::size_t start = 0, n = 0; start < list.size() && n < 3; ++n) {
+  for (std::size_t start = 0; start < list.size() && open.size() < 3;) {
     std::size_t end = std::min(list.find(',', start), list.size());
     std::string host(list.substr(start, end - start));
     start = end + 1;
     try {
-      net::Stream stream;
-      auto deadline = std::chrono::steady_clock::now() + wait;
-      stream.connect(net::parse_address(host, 2181), net::TlsOptions{}, deadline, host, wait);
-      char byte = 0;
-      std::size_t got = 0;
-      net::Io io = stream.read_some(&byte, 1, got, deadline);
-      if (io == net::Io::closed || io == net::Io::error) return host;
+      open.emplace_back(host, net::connect_tcp(net::parse_address(host, 2181), deadline, host, wait));
     } catch (const Error &) {
       // not reached or a bad address: not this kind of refusal
+    }
+  }
+  std::vector<pollfd> items;
+  for (const auto &[host, fd] : open)
+    items.push_back({fd.get(), POLLIN, 0});
+  while (!items.empty() && poll(items.data(), items.size(), net::millis_until(deadline)) > 0) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].revents) continue;
+      char byte = 0;
+      ssize_t got = recv(items[i].fd, &byte, 1, MSG_DONTWAIT);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) return open[i].first;
+      items[i].events = 0; // it spoke: not what a refusal at accept does
     }
   }
   return {};
