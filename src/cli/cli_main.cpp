@@ -102,15 +102,29 @@ std::unique_ptr<CLI::App> cli::make_app(Context &context, bool &show_version, co
   app->require_subcommand(0, 1);
   app->add_flag("--version", show_version, "Print the version and the built-in backends");
   cli::setup_global(*app, context);
-  // Building CLI11 options is most of dlock's own start-up work, so only the
-  // subcommands named somewhere in argv get theirs; the others are listed
-  // (for --help) with their summary alone. A subcommand that is given is
-  // always named in argv, so parsing is unchanged.
+  // Building CLI11 options, and even an empty subcommand, is most of
+  // dlock's own start-up work, so only the subcommands named somewhere in
+  // argv are made, with their options. A subcommand that is given is
+  // always named in argv, so parsing is unchanged. With none named, or
+  // help asked for, the others are listed with their summary alone.
+  auto named = [&](const char *word) { return std::find(args.begin(), args.end(), word) != args.end(); };
+  bool all =
+      std::none_of(std::begin(k_commands), std::end(k_commands), [&](const Command &c) { return named(c.name); });
+  for (const char *help : {"-h", "--help", "--help-all"})
+    all = all || named(help);
   for (const Command &command : k_commands) {
+    if (!all && !named(command.name)) continue;
     CLI::App *sub = app->add_subcommand(command.name, command.summary);
-    if (std::find(args.begin(), args.end(), command.name) != args.end()) command.setup(*sub, context);
+    if (named(command.name)) command.setup(*sub, context);
   }
   return app;
+}
+
+std::vector<std::string> cli::command_names() {
+  std::vector<std::string> names;
+  for (const Command &command : k_commands)
+    names.emplace_back(command.name);
+  return names;
 }
 
 int cli_main(int argc, char **argv) {

@@ -1,5 +1,6 @@
 #include "cli/command_words.hpp"
 
+#include "cli/context.hpp"
 #include "cli/help.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
@@ -78,11 +79,10 @@ std::string for_whom(const CLI::App &app) { return app.get_parent() ? " for " + 
 }
 
 const CLI::App &find_subcommand(const CLI::App &app, const std::string &word) {
-  std::vector<std::string> names;
-  for (const CLI::App *sub : app.get_subcommands([](const CLI::App *) { return true; })) {
+  for (const CLI::App *sub : app.get_subcommands([](const CLI::App *) { return true; }))
     if (sub->check_name(word)) return *sub;
-    names.push_back(sub->get_name());
-  }
+  // (The app has only the subcommands named in argv: name them all.)
+  std::vector<std::string> names = command_names();
   if (std::string nearest = nearest_name(word, names); !nearest.empty())
     throw UsageError(fmt::format("unknown command '{}' (did you mean '{}'?)", word, nearest));
   throw UsageError(fmt::format("unknown command '{}' (commands: {}; see dlock --help)", word, fmt::join(names, ", ")));

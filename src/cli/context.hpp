@@ -113,8 +113,11 @@ void setup_config(CLI::App &sub, Context &context);
 int print_version();
 
 // dlock's command line definition, as cli_main parses it: global options,
-// and the subcommands, those named in `args` with their options (building
-// the others' is start-up work for nothing).
+// and the subcommands named in `args`, with their options (building the
+// others' is start-up work for nothing); every subcommand, the others
+// with their summary alone, when none is named or help is asked for.
 std::unique_ptr<CLI::App> make_app(Context &context, bool &show_version, const std::vector<std::string> &args);
+// The names of every subcommand, in the order --help lists them.
+std::vector<std::string> command_names();
 
 } // namespace dlock::cli

@@ -127,7 +127,7 @@ TEST_CASE("every option of every subcommand takes exactly zero or one value, so 
   // An option with an optional value, or with several, would make the
   // word after it ambiguous (its value, or NAME/COMMAND?): the split
   // would have to learn it first.
-  Words all{"run", "acquire", "renew", "release", "status", "list", "ping", "version"};
+  Words all = cli::command_names();
   cli::Context context;
   bool show_version = false;
   auto app = cli::make_app(context, show_version, all);
@@ -152,4 +152,21 @@ TEST_CASE("a new option of run that takes a value is split with its value, with 
   cli::CommandLine line = cli::split_command_line(*app, args);
   CHECK(line.words == Words{"run", "--new-option=x", "--", "name", "cmd"});
   CHECK(line.command == Words{"cmd"});
+}
+
+TEST_CASE("only the subcommands named in argv are made, all of them for help or when none is named") {
+  cli::Context context;
+  bool show_version = false;
+  auto count = [&](const Words &args) {
+    return cli::make_app(context, show_version, args)->get_subcommands([](const CLI::App *) { return true; }).size();
+  };
+  CHECK(count({"run", "x", "--", "true"}) == 1);
+  CHECK(count({"status", "run"}) == 2);
+  CHECK(count({"run", "--help"}) == cli::command_names().size());
+  CHECK(count({"--help"}) == cli::command_names().size());
+  CHECK(count({"bogus"}) == cli::command_names().size());
+  // A word before the subcommand that is no subcommand: still every name
+  // in the message.
+  auto app = cli::make_app(context, show_version, {"x", "run"});
+  CHECK_THROWS_WITH(cli::split_command_line(*app, {"x", "run"}), Catch::Contains("commands: run, acquire"));
 }
