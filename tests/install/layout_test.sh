@@ -2,7 +2,8 @@
 # `cmake --install` with the default prefix (/usr/local) and with /usr, each
 # into a DESTDIR: every file lands where Debian 12 looks for it under that
 # prefix, and nothing else is installed; the binary is stripped (unless
-# the build asked for debug info); the installed binary runs, the etcd
+# the build asked for debug info) and, with the static runtime, needs only
+# libc.so.6; the installed binary runs, the etcd
 # backend (built in) included; man, bash-completion,
 # zsh and fish find their files. What the shells and man search is asked of
 # them (zsh's fpath, fish's fish_complete_path, bash-completion's default
@@ -44,8 +45,14 @@ done
 under() { [ "$2" = "$1" ] || [[ $2 == "$1"/* ]]; }
 
 check_elf() { # check_elf FILE
-  local sections
+  local sections needed
   sections=$(readelf -S --wide "$1") || fail "$1 is not an ELF file"
+  if [ "${DLOCK_ONLY_LIBC:-0}" = 1 ]; then
+    # (the dynamic loader, the program's interpreter, is there anyway)
+    needed=$(readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -v '^ld-linux' | tr '\n' ' ')
+    [ "$needed" = "libc.so.6 " ] ||
+      fail "$1 needs $needed, not libc.so.6 alone: each library more is loaded and relocated at every start (libm's ceil and llround were replaced by integer arithmetic for that)"
+  fi
   if [ "$stripped" = 1 ]; then
     ! grep -qE '\.debug_info|\.symtab' <<<"$sections" ||
       fail "$1 is not stripped ($(du -h "$1" | cut -f1)): $(grep -oE '\.(debug_[a-z]+|symtab)' <<<"$sections" | tr '\n' ' ')"

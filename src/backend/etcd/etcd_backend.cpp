@@ -35,7 +35,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 namespace dlock::backend::etcd {
@@ -181,7 +180,7 @@ private:
   }
 
   static long ttl_seconds(Millis ttl) {
-    return std::max<long>(1, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
+    return std::max<long>(1, static_cast<long>(std::chrono::ceil<std::chrono::seconds>(ttl).count()));
   }
 
   struct Granted {

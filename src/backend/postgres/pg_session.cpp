@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace dlock::backend::postgres {
 
 Keepalive keepalive_for(Millis ttl) {
-  long total = std::max<long>(2, static_cast<long>(std::ceil(static_cast<double>(ttl.count()) / 1000.0)));
+  long total = std::max<long>(2, static_cast<long>(std::chrono::ceil<std::chrono::seconds>(ttl).count()));
   Keepalive k{0, std::max<long>(1, total / 6), 3, ttl};
   k.idle = std::max<long>(1, total - k.interval * k.count);
   return k;
