@@ -173,7 +173,13 @@ class ServerSections:
         # The waiter's last step before it waits: its key is in the queue
         # (two keys under the prefix: dlock's, or etcdctl's), then it
         # watches its predecessor's; etcdctl's lock is the same recipe.
-        return self.etcd.keys_under(prefix)[0] >= 2 and self.etcd.watchers() > self.etcd_idle_watchers
+        # Its watch must be synced too: a waiter that has waited a while
+        # has one, where a release in a new watch's first 100 ms would
+        # measure etcd's sync loop.
+        if self.etcd.keys_under(prefix)[0] < 2:
+            return False
+        watchers, unsynced = self.etcd.watcher_counts()
+        return watchers > self.etcd_idle_watchers and unsynced == 0
 
     def verify_pg_used(self):
         # All must take the documented key on the bench's server: while the

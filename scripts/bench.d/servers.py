@@ -266,10 +266,21 @@ class EtcdServer(Server):
     def watchers(self):
         """Watchers the server has (the etcd_debugging_mvcc_watcher_total
         gauge of /metrics), whatever client made them."""
+        return self.watcher_counts()[0]
+
+    def watcher_counts(self):
+        """(watchers, unsynced watchers) from /metrics. A watch from a past
+        revision (etcd's concurrency.Mutex watches from its range's) starts
+        unsynced: it sees no event until the store's sync loop, every
+        100 ms, has caught it up (etcd_debugging_mvcc_slow_watcher_total)."""
+        gauges = {}
         for line in self.request("GET", "/metrics").decode(errors="replace").splitlines():
-            if line.startswith("etcd_debugging_mvcc_watcher_total "):
-                return int(float(line.split()[1]))
-        raise ServerError("etcd's /metrics has no etcd_debugging_mvcc_watcher_total")
+            name, _, value = line.partition(" ")
+            if name in ("etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_slow_watcher_total"):
+                gauges[name] = int(float(value))
+        if len(gauges) != 2:
+            raise ServerError("etcd's /metrics lacks etcd_debugging_mvcc_watcher_total or _slow_watcher_total")
+        return gauges["etcd_debugging_mvcc_watcher_total"], gauges["etcd_debugging_mvcc_slow_watcher_total"]
 
     def version(self):
         """"etcd X.Y.Z", from /version."""
