@@ -15,8 +15,9 @@ def find_tools(args, sections):
     needed_for = {}
     for what, path, users in (("redis-server", args.redis_server, ("redis", "redlock")),
                               ("etcd", args.etcd, ("redis", "etcd")), ("etcdctl", args.etcdctl, ("redis", "etcd")),
-                              ("redis-cli", shutil.which("redis-cli"), ("redis",)),
-                              ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis",)),
+                              ("redis-cli", shutil.which("redis-cli"), ("redis", "redlock")),
+                              ("true", shutil.which("true"), ("redis",)), ("sh", "/bin/sh", ("redis", "redlock")),
+                              ("redis-python", args.redis_python, ("redis", "redlock")),
                               ("java", args.java, ("zk",)), ("kazoo-python", args.kazoo_python, ("zk",)),
                               ("psycopg2-python", args.psycopg2_python, ("pg",))):
         needed_for[what] = [section for section in users if section in sections]
@@ -29,6 +30,10 @@ def find_tools(args, sections):
             hint = "" if what in ("dlock", "flock") else \
                 f" (needed for {', '.join(needed_for[what])}: scripts/install-deps installs it; --only file needs no servers)"
             return tools, f"{what} not found or not executable: {path}{hint}"
+    if "redis" in sections or "redlock" in sections:
+        problem = python_module_missing(tools["redis-python"], "redis", "python3-redis", "--redis-python")
+        if problem:
+            return tools, f"{problem} (needed for redis and redlock; --only file needs no servers)"
     if "zk" in sections:
         problem = servers.zookeeper_server.missing(tools["java"]) or kazoo_missing(tools["kazoo-python"])
         if problem:
@@ -55,7 +60,12 @@ def backend_available(dlock, backend):
 
 
 def kazoo_missing(python):
-    out = subprocess.run([python, "-c", "import kazoo.client"], capture_output=True, text=True)
+    return python_module_missing(python, "kazoo.client", "python3-kazoo", "--kazoo-python")
+
+
+def python_module_missing(python, module, package, option):
+    out = subprocess.run([python, "-c", f"import {module}"], capture_output=True, text=True)
     if out.returncode == 0:
         return None
-    return f"{python} cannot import kazoo: install python3-kazoo (Debian, for /usr/bin/python3) or pass --kazoo-python"
+    return (f"{python} cannot import {module.split('.')[0]}: install {package} (Debian, for /usr/bin/python3) "
+            f"or pass {option}")

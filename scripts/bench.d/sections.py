@@ -1,7 +1,8 @@
 """The part of scripts/bench that knows its servers: starting them, checking
 that each contender really uses the bench's server, warming and describing
 them, and telling when a waiter is blocked on one. Mixed into the Bench class
-of scripts/bench, whose spawn, wait, time_once and wait_for_waiter it uses."""
+of scripts/bench, whose spawn, wait, time_once and wait_for_waiter it uses
+(the hand-over itself is in handover.py)."""
 
 import os
 import subprocess
@@ -37,6 +38,7 @@ class ServerSections:
             raise BenchError(f"cannot start the bench's servers: {e}{self.server_log_tail()}") from e
         self.backends[REDIS] = self.redis.url
         servers.write_redis_cli_lock(self.redis_cli_lock, self.redis.port, LOCK_NAME)
+        servers.write_redis_py_lock(self.redis_py_lock, self.redis.port, LOCK_NAME)
 
     def start_etcd(self):
         # One etcd serves both sections that use it: etcdctl's lock in the
@@ -167,10 +169,17 @@ class ServerSections:
                 raise Timeout("a watch on the bench's etcd outlived its waiter")
             time.sleep(0.002)
 
-    def etcd_waiter_watches(self):
+    def etcd_waiter_watches(self, prefix):
         # The waiter's last step before it waits: its key is in the queue
-        # (two keys under the prefix), then it watches its predecessor's.
-        return self.etcd.keys_under(ETCD_LOCK_PREFIX)[0] >= 2 and self.etcd.watchers() > self.etcd_idle_watchers
+        # (two keys under the prefix: dlock's, or etcdctl's), then it
+        # watches its predecessor's; etcdctl's lock is the same recipe.
+        # Its watch must be synced too: a waiter that has waited a while
+        # has one, where a release in a new watch's first 100 ms would
+        # measure etcd's sync loop.
+        if self.etcd.keys_under(prefix)[0] < 2:
+            return False
+        watchers, unsynced = self.etcd.watcher_counts()
+        return watchers > self.etcd_idle_watchers and unsynced == 0
 
     def verify_pg_used(self):
         # All must take the documented key on the bench's server: while the
@@ -201,8 +210,9 @@ class ServerSections:
 
     def zk_waiter_watches_holder(self):
         # The waiter's last step before it waits: a watch on its predecessor,
-        # the holder's node. Any contender's session watching another's node
-        # is a waiter; the holder watches its own node only.
+        # the holder's node (kazoo's Lock sets it with exists()). Any
+        # contender's session watching another's node is a waiter; the
+        # holder watches its own node only, if any.
         owners = servers.zk_ephemeral_owners(self.zk.port)
         contenders = {path: owner for path, owner in owners.items() if path.startswith(ZK_LOCK_PATH + "/")}
         sessions = set(contenders.values())

@@ -266,10 +266,21 @@ class EtcdServer(Server):
     def watchers(self):
         """Watchers the server has (the etcd_debugging_mvcc_watcher_total
         gauge of /metrics), whatever client made them."""
+        return self.watcher_counts()[0]
+
+    def watcher_counts(self):
+        """(watchers, unsynced watchers) from /metrics. A watch from a past
+        revision (etcd's concurrency.Mutex watches from its range's) starts
+        unsynced: it sees no event until the store's sync loop, every
+        100 ms, has caught it up (etcd_debugging_mvcc_slow_watcher_total)."""
+        gauges = {}
         for line in self.request("GET", "/metrics").decode(errors="replace").splitlines():
-            if line.startswith("etcd_debugging_mvcc_watcher_total "):
-                return int(float(line.split()[1]))
-        raise ServerError("etcd's /metrics has no etcd_debugging_mvcc_watcher_total")
+            name, _, value = line.partition(" ")
+            if name in ("etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_slow_watcher_total"):
+                gauges[name] = int(float(value))
+        if len(gauges) != 2:
+            raise ServerError("etcd's /metrics lacks etcd_debugging_mvcc_watcher_total or _slow_watcher_total")
+        return gauges["etcd_debugging_mvcc_watcher_total"], gauges["etcd_debugging_mvcc_slow_watcher_total"]
 
     def version(self):
         """"etcd X.Y.Z", from /version."""
@@ -392,11 +403,18 @@ def write_kazoo_lock(path, port, lock_path):
         f.write(KAZOO_LOCK.format(port=port, path=lock_path))
 
 
+# How often the polling Redis locks try again while the key is taken: the
+# default of redis-py's Lock (its sleep), and the shell lock's sleep.
+REDIS_POLL_S = 0.1
+
 REDIS_CLI_LOCK = """#!/bin/sh
-# Run a command under a Redis lock, the way one would by hand with redis-cli.
+# Run a command under a Redis lock, the way one would by hand with redis-cli:
+# while the key is taken, try again every {poll_s:g} s (redis-py's Lock default).
 key=lock:{name}
 read -r token < /proc/sys/kernel/random/uuid
-[ "$(redis-cli -h 127.0.0.1 -p {port} SET "$key" "$token" NX PX 30000)" = OK ] || exit 75
+until [ "$(redis-cli -h 127.0.0.1 -p {port} SET "$key" "$token" NX PX 30000)" = OK ]; do
+    sleep {poll_s:g}
+done
 "$@"
 status=$?
 redis-cli -h 127.0.0.1 -p {port} EVAL "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end" 1 "$key" "$token" >/dev/null
@@ -406,5 +424,38 @@ exit $status
 
 def write_redis_cli_lock(path, port, name):
     with open(path, "w") as f:
-        f.write(REDIS_CLI_LOCK.format(port=port, name=name))
+        f.write(REDIS_CLI_LOCK.format(port=port, name=name, poll_s=REDIS_POLL_S))
     os.chmod(path, 0o700)
+
+
+REDIS_PY_LOCK = """# Run a command under a Redis lock, the way one would with redis-py: its Lock
+# with a 30 s lease (the redis-cli lock's PX 30000), acquired with the
+# defaults (block, polling every 100 ms), the command run as a child.
+import subprocess
+import sys
+
+import redis
+
+client = redis.Redis(host="127.0.0.1", port={port})
+try:
+    with client.lock("lock:{name}", timeout=30):
+        status = subprocess.call(sys.argv[1:])
+finally:
+    client.close()
+sys.exit(status)
+"""
+
+
+def write_redis_py_lock(path, port, name):
+    with open(path, "w") as f:
+        f.write(REDIS_PY_LOCK.format(port=port, name=name))
+
+
+def set_calls(resp):
+    """SET commands the redis-server has run (INFO commandstats), taken or
+    not: how the bench sees that a polling waiter has tried the lock."""
+    for line in resp.call("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_set:"):
+            fields = dict(f.split("=", 1) for f in line.split(":", 1)[1].split(",") if "=" in f)
+            return int(fields.get("calls", "0"))
+    return 0
