@@ -20,7 +20,6 @@ BUDGET_ZK_RUN_VS_FLOCK = 4.0
 BUDGET_ZK_RUN_VS_KAZOO = 0.25
 BUDGET_PG_RUN_VS_FLOCK = 3.0
 BUDGET_PG_RUN_VS_PSYCOPG2 = 0.3
-BUDGET_PG_HANDOVER_RATIO = 1.3
 BUDGET_ETCD_RUN_VS_ETCDCTL = 0.5
 # dlock's hand-over on an engine against the fastest of the tools one would
 # otherwise use on it (issue 22); the file backend's is against flock, above.
