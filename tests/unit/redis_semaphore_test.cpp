@@ -2,11 +2,16 @@
 // status script's reply becomes one HolderStatus per live slot, numbered.
 #include "backend/redis/common.hpp"
 #include "backend/redis/resp.hpp"
+#include "backend/redis/server_scripts.hpp"
 #include "core/error.hpp"
 #include "redis_replies.hpp"
 #include "runner/keeper.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
 
 using namespace dlock;
 using namespace dlock::backend;
@@ -86,4 +91,28 @@ TEST_CASE("a garbled slot in a semaphore's status is an error, not a holder") {
   REQUIRE(status.holders.size() == 1);
   // So is a slot that is not a number.
   CHECK_FALSE(status.holders[0].slot);
+}
+
+namespace {
+int g_builds = 0;
+} // namespace
+
+TEST_CASE("a Lua script is put together on first use, once, whichever thread asks") {
+  static const lua::Lazy script{[] {
+    ++g_builds;
+    return std::string("return ") + "1";
+  }};
+  CHECK(g_builds == 0); // nothing at start-up
+  std::vector<std::thread> threads;
+  std::vector<const std::string *> seen(4);
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    threads.emplace_back([&seen, i] { seen[i] = &script.text(); });
+  for (auto &thread : threads)
+    thread.join();
+  CHECK(g_builds == 1);
+  for (const std::string *text : seen)
+    CHECK(text == seen.front());
+  const std::string &converted = script;
+  CHECK(converted == "return 1");
+  CHECK(lua::server::acquire.text().rfind(lua::server::prelude.text(), 0) == 0);
 }

@@ -21,14 +21,15 @@ namespace dlock::backend::redis::lua::redlock {
 // What the scripts that see the readers start with: lease_sets
 // (scripts.hpp) on SET = KEYS[4] and INFO = KEYS[5], the expired readers
 // dropped.
-inline const std::string readers_prelude =
-    std::string(lease_sets) + "local SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
+inline const Lazy readers_prelude{
+    [] { return std::string(lease_sets.text() + "local SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n"); }};
 
 // The writer. ARGV: token, ttl ms, host, pid, user, command. {1, stored
 // fence counter, server time in µs} when this node grants, {0, pttl} when a
 // writer holds it here, {0, ms until the first reader's lease ends} while
 // live readers do.
-inline const std::string acquire = std::string(readers_prelude) + R"lua(
+inline const Lazy acquire{[] {
+  return std::string(readers_prelude.text() + R"lua(
 local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
 if #first > 0 then return {0, num(math.max(tonumber(first[2]) - now, 1))} end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -39,12 +40,14 @@ redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'c
            'since', num(now), 'ttl', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return {1, redis.call('GET', KEYS[3]) or '0', num(micros)}
-)lua";
+)lua");
+}};
 
 // A reader. ARGV: token, ttl ms, host, pid, user, command. {1, stored fence
 // counter, server time in µs} when this node grants, {0, pttl} while a
 // writer holds it here.
-inline const std::string acquire_shared = std::string(readers_prelude) + R"lua(
+inline const Lazy acquire_shared{[] {
+  return std::string(readers_prelude.text() + R"lua(
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('PTTL', KEYS[1])} end
 local m = redis.sha1hex(ARGV[1])
 redis.call('ZADD', KEYS[4], num(now + tonumber(ARGV[2])), m)
@@ -52,7 +55,8 @@ redis.call('HSET', KEYS[5], m .. ':host', ARGV[3], m .. ':pid', ARGV[4], m .. ':
            ARGV[6], m .. ':since', num(now), m .. ':ttl', ARGV[2])
 expire_set(SET, INFO)
 return {1, redis.call('GET', KEYS[3]) or '0', num(micros)}
-)lua";
+)lua");
+}};
 
 // ARGV: fence, token. "Set if greater": {1, counter before} if the fence
 // was greater than the node's counter and is stored now (and recorded with
@@ -74,15 +78,17 @@ return {1, string.format('%.0f', before)}
 // The writer's renew is lua::renew (scripts.hpp). The same for a reader:
 // {1, ttl applied}, or 0 if the token reads here
 // no more (its lease ended: it is not brought back).
-inline const std::string renew_shared = readers_prelude + renew_member;
+inline const Lazy renew_shared{[] { return std::string(readers_prelude.text() + renew_member); }};
 
 // The writer's release is lua::release (scripts.hpp). The same for a
 // reader:
-inline const std::string release_shared = readers_prelude + drop_member + R"lua(
+inline const Lazy release_shared{[] {
+  return std::string(readers_prelude.text() + drop_member + R"lua(
 if removed == 0 then return 0 end
 redis.call('PUBLISH', ARGV[2], 'released')
 return 1
-)lua";
+)lua");
+}};
 
 // ARGV: token. Takes back a copy of a lock that did not reach a quorum:
 // compare-and-delete without telling waiters, as nothing was released.
@@ -93,16 +99,19 @@ return 1
 )lua";
 
 // The same for a reader.
-inline const std::string take_back_shared = readers_prelude + drop_member + "return removed\n";
+inline const Lazy take_back_shared{
+    [] { return std::string(readers_prelude.text() + drop_member + "return removed\n"); }};
 
 // ARGV: channel. Breaks the writer's lock and every reader's share here:
 // {1} (waiters are told), or nil when none was held.
-inline const std::string force_release = std::string(readers_prelude) + R"lua(
+inline const Lazy force_release{[] {
+  return std::string(readers_prelude.text() + R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('ZCARD', KEYS[4]) == 0 then return false end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5])
 redis.call('PUBLISH', ARGV[1], 'released')
 return {1}
-)lua";
+)lua");
+}};
 
 // {pttl, holder fields, last fence, SHA-1 of the token or '', {{SHA-1 of
 // a reader's token, pttl, its fields}, ...} of the live readers}: nodes that

@@ -10,9 +10,34 @@
 // The single-server backend passes six more keys (semaphore_command()):
 // the semaphore's, the readers' and the queue's (server_scripts.hpp).
 
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace dlock::backend::redis::lua {
+
+// A script put together from parts, built on first use: most runs use
+// none of them (a file: lock, `dlock version`), and building all at
+// start-up cost some 110 KB of heap, its page faults and 30,000
+// instructions in every process. Constant-initialized: nothing runs before
+// main.
+class Lazy {
+public:
+  using Build = std::string (*)();
+  constexpr explicit Lazy(Build build) : m_build(build) {}
+  Lazy(const Lazy &) = delete;
+  Lazy &operator=(const Lazy &) = delete;
+  const std::string &text() const {
+    std::call_once(m_once, [this] { m_text = m_build(); });
+    return *m_text;
+  }
+  operator const std::string &() const { return text(); } // NOLINT: a script is its text
+
+private:
+  Build m_build;
+  mutable std::once_flag m_once;
+  mutable std::optional<std::string> m_text;
+};
 
 // ARGV: token, ttl ms (0: the lock's own length), fallback ms. {1, ttl
 // applied} if renewed, 0 if the token no longer owns the lock. A ttl
@@ -75,11 +100,13 @@ end
 
 // What Redlock's scripts on sorted sets of leases start with: the server
 // time read at once, then lease_functions.
-inline const std::string lease_sets = std::string(R"lua(
+inline const Lazy lease_sets{[] {
+  return std::string(std::string(R"lua(
 local t = redis.call('TIME')
 local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(micros / 1000)
-)lua") + lease_functions;
+)lua") + lease_functions);
+}};
 
 // Renewing a member of SET (a semaphore's slot, a reader's share), on a
 // single server or a Redlock node, after lease_functions, the time and the

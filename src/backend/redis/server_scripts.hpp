@@ -51,7 +51,8 @@ namespace dlock::backend::redis::lua::server {
 // q_*, wait_ms, held_again and new_fence. A script on a name nobody waits
 // for touches the queue's keys with one command (its ZRANGE, ZRANK or
 // ZCARD finds nothing).
-inline const std::string prelude = std::string(R"lua(
+inline const Lazy prelude{[] {
+  return std::string(std::string(R"lua(
 local micros, now
 local function clock()
   if now then return end
@@ -59,7 +60,8 @@ local function clock()
   micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
   now = math.floor(micros / 1000)
 end
-)lua") + lease_functions + R"lua(
+)lua") + lease_functions +
+                     R"lua(
 local function live(set) return redis.call('ZCOUNT', set, '(' .. num(now), '+inf') end
 -- How many more holders of KIND the name admits now, queue aside.
 local function room(kind)
@@ -222,7 +224,8 @@ local function new_fence()
   redis.call('SET', KEYS[3], fence)
   return fence
 end
-)lua";
+)lua");
+}};
 
 // The exclusive lock. ARGV: token, ttl ms, host, pid, user, command, the
 // waiter's id ('' when it does not wait: a try). Returns {1, fence} when
@@ -232,7 +235,8 @@ end
 // semaphore of N.
 // fence = max(last fence + 1, server time in µs): it keeps growing when the
 // counter is lost (FLUSHALL, restart without persistence).
-inline const std::string acquire = prelude + R"lua(
+inline const Lazy acquire{[] {
+  return std::string(prelude.text() + R"lua(
 clock()
 local me = ARGV[7] ~= '' and ('x:' .. ARGV[7]) or nil
 if live(KEYS[4]) > 0 then return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'}) end
@@ -252,23 +256,28 @@ redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5], 'c
            'fence', fence, 'ttl', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return {1, fence}
-)lua";
+)lua");
+}};
 
 // ARGV: token, channel of older dlocks' waiters. 1 if released (the head
 // of the queue is woken), 0 if not the owner.
-inline const std::string release = prelude + R"lua(
+inline const Lazy release{[] {
+  return std::string(prelude.text() + R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('PUBLISH', ARGV[2], 'released')
 q_wake()
 return 1
-)lua";
+)lua");
+}};
 
 // ARGV: member (KIND:ID). A waiter that gives up leaves the queue.
-inline const std::string leave = prelude + R"lua(
+inline const Lazy leave{[] {
+  return std::string(prelude.text() + R"lua(
 q_leave(ARGV[1])
 return 1
-)lua";
+)lua");
+}};
 
 // The body of the status script: {pttl, holder fields, last fence, N or
 // '', {{pttl, holder fields and slot}, ...} of the live semaphore holders,
@@ -298,12 +307,13 @@ local result = {redis.call('PTTL', KEYS[1]), redis.call('HGETALL', KEYS[2]), red
                 redis.call('HGET', KEYS[5], 'limit') or '', holders(KEYS[4], KEYS[5], true),
                 holders(KEYS[6], KEYS[7], false), redis.call('ZCARD', KEYS[8])}
 )lua";
-inline const std::string status = prelude + status_body + "return result\n";
+inline const Lazy status{[] { return std::string(prelude.text() + status_body + "return result\n"); }};
 
 // ARGV: channel of older dlocks' waiters. Breaks the exclusive lock, every
 // slot of a semaphore or every reader's share, whichever holds the name:
 // the status script's reply from before, or nil when it was free.
-inline const std::string force_release = prelude + status_body + R"lua(
+inline const Lazy force_release{[] {
+  return std::string(prelude.text() + status_body + R"lua(
 if redis.call('EXISTS', KEYS[1]) == 0 and live(KEYS[4]) == 0 and live(KEYS[6]) == 0 then
   return false
 end
@@ -311,7 +321,8 @@ redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('PUBLISH', ARGV[1], 'released')
 q_wake()
 return result
-)lua";
+)lua");
+}};
 
 // Releasing a slot or a share (drop_member): 1 if released (the queue is
 // woken), 0 if the token holds none.
@@ -327,7 +338,7 @@ return 1
 // The counting semaphore (--limit N) on KEYS[4] and KEYS[5].
 namespace dlock::backend::redis::lua::server::semaphore {
 
-inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
+inline constexpr const char *on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
 
 // ARGV: token, ttl ms, N, host, pid, user, command, the waiter's id ('':
 // a try). {1, fence, slot} when taken (again, with its fence and slot, if
@@ -337,7 +348,8 @@ inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\n
 // it with another N, {3, pttl} when it is held as an exclusive lock, {4,
 // ''} while live readers hold it as a shared lock. The fence comes from
 // the name's one counter, as the exclusive lock's.
-inline const std::string acquire = prelude + on_set + R"lua(
+inline const Lazy acquire{[] {
+  return std::string(prelude.text() + on_set + R"lua(
 local kind = 's' .. ARGV[3]
 local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
 if redis.call('EXISTS', KEYS[1]) == 1 then return q_refuse(me, {3, redis.call('PTTL', KEYS[1])}) end
@@ -366,10 +378,11 @@ redis.call('HSET', KEYS[5], 'limit', ARGV[3], member .. ':host', ARGV[4], member
            member .. ':fence', fence, member .. ':ttl', ARGV[2], member .. ':slot', num(slot))
 expire_set(KEYS[4], KEYS[5])
 return {1, fence, num(slot)}
-)lua";
+)lua");
+}};
 
-inline const std::string renew = prelude + on_set + renew_member;
-inline const std::string release = prelude + on_set + drop_member + release_member;
+inline const Lazy renew{[] { return std::string(prelude.text() + on_set + renew_member); }};
+inline const Lazy release{[] { return std::string(prelude.text() + on_set + drop_member + release_member); }};
 
 } // namespace dlock::backend::redis::lua::server::semaphore
 
@@ -378,7 +391,7 @@ inline const std::string release = prelude + on_set + drop_member + release_memb
 // who come after it out: writer preference is the queue's order.
 namespace dlock::backend::redis::lua::server::shared {
 
-inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[6], KEYS[7]\ndrop_expired(SET, INFO)\n";
+inline constexpr const char *on_set = "clock()\nlocal SET, INFO = KEYS[6], KEYS[7]\ndrop_expired(SET, INFO)\n";
 
 // ARGV: token, ttl ms, host, pid, user, command, the waiter's id ('': a
 // try). {1, fence} when taken (again, with its fence, if this token
@@ -386,7 +399,8 @@ inline const std::string on_set = "clock()\nlocal SET, INFO = KEYS[6], KEYS[7]\n
 // woken} while a writer holds the name or a waiter of another kind comes
 // first; {2, N} when live holders hold it as a semaphore of N. The fence
 // comes from the name's one counter, as a writer's.
-inline const std::string acquire = prelude + on_set + R"lua(
+inline const Lazy acquire{[] {
+  return std::string(prelude.text() + on_set + R"lua(
 local me = ARGV[7] ~= '' and ('r:' .. ARGV[7]) or nil
 if live(KEYS[4]) > 0 then return q_refuse(me, {2, redis.call('HGET', KEYS[5], 'limit') or '0'}) end
 local member = redis.sha1hex(ARGV[1])
@@ -402,9 +416,10 @@ redis.call('HSET', KEYS[7], member .. ':host', ARGV[3], member .. ':pid', ARGV[4
            ARGV[2])
 expire_set(KEYS[6], KEYS[7])
 return {1, fence}
-)lua";
+)lua");
+}};
 
-inline const std::string renew = prelude + on_set + renew_member;
-inline const std::string release = prelude + on_set + drop_member + release_member;
+inline const Lazy renew{[] { return std::string(prelude.text() + on_set + renew_member); }};
+inline const Lazy release{[] { return std::string(prelude.text() + on_set + drop_member + release_member); }};
 
 } // namespace dlock::backend::redis::lua::server::shared
