@@ -220,6 +220,12 @@ public:
   // its own. The heartbeat then renews at once instead of at the next T/3,
   // so a loss stops the child without delay. renew() consumes the event.
   virtual int event_fd() const { return -1; }
+  // Called by the heartbeat when event_fd() became readable, before it
+  // renews: takes in what arrived, without a round trip, and says whether
+  // it was only an answer the backend expected that tells nothing of the
+  // leases now (PostgreSQL: the answer to the note sent at acquisition).
+  // true: the heartbeat sleeps on; false, the default: it renews at once.
+  virtual bool news_was_expected(const Lease & /*lease*/) { return false; }
 
   // Descriptors whose lifetime is the lock's: the job that `run` starts
   // inherits them, at the same numbers, so that if dlock dies without

@@ -8,6 +8,7 @@
 #include <random>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <utility>
 
 namespace dlock::runner {
 
@@ -86,6 +87,7 @@ bool Heartbeat::sleep_until(std::unique_lock<std::mutex> &lock, SteadyClock::tim
     if (m_stopping) return true;
     if (ready > 0 && heed && (items[1].revents & POLLIN)) {
       m_last_news = SteadyClock::now();
+      m_news = true;
       detail(2, "news about '{}' from the backend: checking the lease now", m_lease.name);
       return false;
     }
@@ -100,6 +102,15 @@ void Heartbeat::loop() {
   auto next = m_state.confirmed_at + renew_interval(m_state.ttl);
   for (;;) {
     if (sleep_until(lock, next)) return;
+    if (std::exchange(m_news, false)) {
+      m_renewing = true;
+      lock.unlock();
+      bool expected = m_backend.news_was_expected(m_lease);
+      lock.lock();
+      m_renewing = false;
+      m_idle.notify_all();
+      if (expected) continue;
+    }
     // Past the kill deadline the lease may already be someone else's (we
     // were paused or starved): a renewal now must not revive it, or a job
     // that was frozen past its lease would carry on as if nothing happened.

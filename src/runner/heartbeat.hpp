@@ -67,6 +67,7 @@ private:
   std::condition_variable m_idle;
   UniqueFd m_stop_fd; // readable once stopping, for a poll() on the backend's event_fd()
   SteadyClock::time_point m_last_news{};
+  bool m_news = false; // the last wake-up was news (event_fd), not the time
   State m_state;
   std::thread m_thread;
 };

@@ -22,7 +22,9 @@ public:
   Millis granted_ttl{0}; // 0: grant what was asked
   bool held_by_other = false;
   std::uint64_t next_fence = 100;
-  int news_fd = -1; // what event_fd() returns
+  int news_fd = -1;       // what event_fd() returns
+  int expected_news = 0;  // how many times news_was_expected() drains news_fd and says true
+  std::atomic<int> news_taken{0};
   mutable std::atomic<int> calls_during_release{0};
   Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
   Millis renew_latency{0};    // a confirmed renewal's answer comes this long after it was sent
@@ -95,6 +97,16 @@ public:
     bool was = m_held;
     m_held = false;
     return was ? backend::ReleaseOutcome::released : backend::ReleaseOutcome::not_owner;
+  }
+
+  bool news_was_expected(const backend::Lease &) override {
+    if (m_releasing) ++calls_during_release;
+    ++news_taken;
+    std::lock_guard lock(m_mutex);
+    if (expected_news == 0) return false;
+    --expected_news;
+    std::uint64_t count = 0;
+    return ::read(news_fd, &count, sizeof count) == static_cast<ssize_t>(sizeof count);
   }
 
   int event_fd() const override {

@@ -305,6 +305,27 @@ TEST_CASE("the heartbeat leaves the backend alone once the runner releases") {
   CHECK(backend.calls_during_release == 0);
 }
 
+TEST_CASE("news the backend expected (an answer it was waiting for) costs no renewal; other news does") {
+  for (bool expected : {true, false}) {
+    FakeBackend backend;
+    int news = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+    REQUIRE(news >= 0);
+    backend.news_fd = news;
+    backend.expected_news = expected ? 1 : 0;
+    // A job that runs long enough for the heartbeat to look at the news,
+    // far shorter than the first renewal (T/3 = 10 s).
+    REQUIRE(runner::run_locked(backend, options_for({"/bin/sh", "-c", "sleep 0.3"}, 30s)) == 0);
+    close(news);
+    INFO("expected: " << expected);
+    CHECK(backend.news_taken >= 1);
+    // (news that stays readable is renewed for every 20 ms)
+    if (expected)
+      CHECK(backend.renew_times.empty());
+    else
+      CHECK(!backend.renew_times.empty());
+  }
+}
+
 TEST_CASE("the job and its children inherit the lock's descriptors at the same numbers, and nothing else") {
   // A session-bound backend's lock must outlive a killed dlock while the
   // job's processes run: they hold its descriptors (here a pipe's write end).

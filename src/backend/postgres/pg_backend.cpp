@@ -69,10 +69,11 @@ public:
                 std::to_string(k.user_timeout.count())};
     }
     try {
-      // query() first reads the answer to the note sent at acquisition
-      // (usually there already): it says nothing about the session now.
-      // A renewal that changes the keepalives and goes unanswered leaves
-      // the server with either setting: the next one sets it again.
+      // query() first reads the answer to the note sent at acquisition if
+      // news_was_expected() did not: it says nothing about the session
+      // now. A renewal that changes the keepalives and goes unanswered
+      // leaves the server with either setting: the next one sets it again.
+      node.note_sent.reset();
       if (retime) node.server_ttl = Millis(0);
       Rows rows = node.connection->query(sql + node.note, params, by);
       if (!rows.ok()) {
@@ -190,6 +191,23 @@ public:
 
   bool lock_follows_job() const override { return true; }
 
+  // The answer to the note sent at acquisition makes the socket readable:
+  // news the heartbeat need not renew for (a renewal then would hold up
+  // the release of a job that ends at once by a round trip). Anything
+  // after it, a terminated session's error or its end, is news to renew for.
+  bool news_was_expected(const Lease &lease) override {
+    auto held = m_held.find(lease.token);
+    if (held == m_held.end() || !held->second.note_sent) return false;
+    Held &node = held->second;
+    node.note_sent.reset();
+    try {
+      Rows rows = node.connection->answer(SteadyClock::now() + m_config.connect_timeout);
+      return rows.ok() && rows.rows.size() == 1 && !node.connection->input_waiting();
+    } catch (const Error &) {
+      return false; // the renewal that follows finds out what happened
+    }
+  }
+
   int event_fd() const override {
     // The socket of the lock's session turns readable when the server ends
     // it (a terminate, a shutdown): the heartbeat then renews at once.
@@ -210,6 +228,8 @@ private:
     SteadyClock::time_point deadline{};
     // The lock's length: what renew() with ttl 0 renews it for.
     Millis length{};
+    // When the note went out, while its answer is unread.
+    std::optional<SteadyClock::time_point> note_sent{};
   };
 
   // One statement on a lock's session: what it returned, and when it was
@@ -304,9 +324,10 @@ private:
     if (request.mode != HoldMode::exclusive)
       if (auto mixed = m_inspector.mixed_with(*connection, request, key, note))
         refuse_mode(request, "postgres", *mixed);
+    auto note_sent = SteadyClock::now();
     connection->send("SELECT 1" + note, {});
     std::string token = random_hex(16);
-    Held held{std::move(connection), "", {}, note, request.ttl, got->sent + request.ttl, request.ttl};
+    Held held{std::move(connection), "", {}, note, request.ttl, got->sent + request.ttl, request.ttl, note_sent};
     if (request.mode == HoldMode::exclusive) {
       held.unlock = fmt::format("SELECT pg_advisory_unlock({})", k_key);
       held.unlock_params = {key};

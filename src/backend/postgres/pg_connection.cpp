@@ -258,6 +258,18 @@ void PgConnection::send(const std::string &sql, const std::vector<std::string> &
   m_unanswered = true;
 }
 
+Rows PgConnection::answer(SteadyClock::time_point deadline) {
+  if (m_broken) throw SessionGone("the session was lost earlier");
+  if (!m_unanswered) throw Error(ExitCode::internal, "dlock bug: an answer read for no statement");
+  m_unanswered = false; // collect() sets it again if the deadline passes
+  return collect(deadline, -1);
+}
+
+bool PgConnection::input_waiting() const {
+  pollfd item{socket(), POLLIN, 0};
+  return poll(&item, 1, 0) > 0;
+}
+
 Rows PgConnection::query(const std::string &sql, const std::vector<std::string> &params,
                          SteadyClock::time_point deadline, int interrupt_fd) {
   if (m_broken) throw SessionGone("the session was lost earlier");

@@ -59,6 +59,11 @@ public:
   // Sends `sql` without waiting for its answer; the next query() reads
   // (and drops) it first, as it does the late answer of one that timed out.
   void send(const std::string &sql, const std::vector<std::string> &params);
+  // The answer to the statement send() sent (a dlock bug if there is none
+  // to read), by `deadline`, as query() would return it.
+  Rows answer(SteadyClock::time_point deadline);
+  // Whether bytes from the server wait to be read (news: its error, its end).
+  bool input_waiting() const;
   int socket() const;
   // Sets the client's end of a TCP connection to `keepalive` (a UNIX
   // socket has none: nothing to do). Best effort: this end only decides
