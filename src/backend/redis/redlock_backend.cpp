@@ -97,7 +97,7 @@ public:
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
     std::string request = format_command(redlock_command(
-        is_shared_token(lease.token) ? lua::redlock::renew_shared.text() : std::string(lua::renew), keys,
+        is_shared_token(lease.token) ? lua::redlock::renew_shared.text() : lua::renew, keys,
         {lease.token, std::to_string(std::max(ttl, Millis(0)).count()), std::to_string(k_unrecorded_length.count())}));
     // Asked for the lock's own length (0), only the nodes know it: each
     // node gets the time for the length of the lease in hand, or the
@@ -452,12 +452,10 @@ private:
     // A partial grant is taken back quietly: announcing it would wake the
     // other contenders (and ourselves) without a lock to take.
     bool reader = is_shared_token(token);
-    std::string request = format_command(
-        announce
-            ? redlock_command(reader ? lua::redlock::release_shared.text() : std::string(lua::release), keys,
-                              {token, keys.channel})
-            : redlock_command(reader ? lua::redlock::take_back_shared.text() : std::string(lua::redlock::take_back),
-                              keys, {token}));
+    std::string script = announce ? (reader ? lua::redlock::release_shared.text() : lua::release)
+                                  : (reader ? lua::redlock::take_back_shared.text() : lua::redlock::take_back);
+    std::string request = format_command(announce ? redlock_command(script, keys, {token, keys.channel})
+                                                  : redlock_command(script, keys, {token}));
     std::vector<std::string> requests;
     for (bool asked : nodes)
       requests.push_back(asked ? request : std::string());

@@ -236,8 +236,8 @@ Session::Session(const SessionOptions &options) : m_options(options) {
                                        : g_last_error;
           // What the client says of a server that closed the connection
           // (EHOSTDOWN: it read end-of-file).
-          closed = cause == std::strerror(EHOSTDOWN) || cause == std::strerror(EPIPE) ||
-                   cause == std::strerror(ECONNRESET);
+          closed =
+              cause == std::strerror(EHOSTDOWN) || cause == std::strerror(EPIPE) || cause == std::strerror(ECONNRESET);
         }
       }
     }
