@@ -1,0 +1,264 @@
+"""The scale section of scripts/bench (--scale): many waiters and many
+holders on one name, for dlock on each backend (issue 22 point 2). Mixed
+into the Bench class of scripts/bench, whose spawn, wait, poll_exit,
+open_fifo_writer and servers it uses; the tables are in report.py.
+
+Waiters: for each N, a holder (`dlock run s -- stamp hold FIFO END`) and N
+waiters (`dlock run s --wait 600s -- stamp start START_i`), started one by
+one, each seen queued before the next starts (dlock status --json counts
+i waiters; for the file backend /proc/locks shows i blocked requests), so
+that the order they joined in is known. After a settle the holder is let
+go: the waiters' jobs do nothing but stamp their start and exit, so each
+one's start is its end too (up to a file write), and the chain of N gives N
+hand-overs: the start of each job minus the start (the end, for the holder)
+of the one before it in the order they were served. The server's work over
+the chain, from the release to the last waiter's exit, divided by N, is
+the work per hand-over (per waiter: its wake-up, take, job and release).
+Chains are repeated for small N so that each N has SCALE_MIN_HANDOVERS
+hand-overs at least.
+
+Holders: for each N, N holders of `run s --limit N` spawned at once (the
+time until all N hold: "admit N"), then one more contender waits, is seen
+queued, and one holder is let go: the hand-over with N held, repeated for
+small N so that each N has SCALE_LIMIT_MIN_SAMPLES of them."""
+
+import math
+import json
+import os
+import subprocess
+import time
+
+import servers
+from processes import BenchError, Deadline, Timeout
+from report import ETCD, FILE, PG, REDIS, REDLOCK, ZK
+
+SCALE_NAME = "s"
+SCALE_WAIT = "600s"
+SCALE_MIN_HANDOVERS = 20
+SCALE_LIMIT_MIN_SAMPLES = 5
+SCALE_SETTLE_S = 0.2
+SCALE_JOIN_TIMEOUT_S = 60.0
+# A waiter's stats reach pg_stat_database once its backend flushes them, at
+# most every second while it runs and at its exit.
+PG_STATS_FLUSH_S = 1.2
+LIMIT_OFFERED = (FILE, REDIS, ZK, PG, ETCD)
+
+# What each backend's work is counted in, for the table.
+WORK_UNITS = {FILE: None, REDIS: "commands", REDLOCK: "commands (5 nodes)", ZK: "packets received",
+              PG: "xacts committed", ETCD: "gRPC requests"}
+
+
+def inversions(order):
+    """Pairs served out of the order they joined in (order: join index in the order served)."""
+    return sum(1 for i in range(len(order)) for j in range(i + 1, len(order)) if order[i] > order[j])
+
+
+class Scale:
+    def scale_dir(self, tag):
+        path = os.path.join(self.tmp, tag)
+        os.makedirs(path, exist_ok=True)
+        for entry in os.listdir(path):
+            os.unlink(os.path.join(path, entry))
+        return path
+
+    def scale_argv(self, who, cmd, limit=None, wait=True):
+        flags = (("--limit", str(limit)) if limit else ()) + (("--wait", SCALE_WAIT) if wait else ())
+        return [self.dlock, "-b", self.backends[who], "run", SCALE_NAME, *flags, "--", *cmd]
+
+    def scale_waiters(self, who):
+        """Waiters queued on the name, as dlock reports them (None: unknown)."""
+        if who == FILE:
+            return self.file_blocked_requests()
+        out = subprocess.run([self.dlock, "-b", self.backends[who], "status", SCALE_NAME, "--json"],
+                             env=self.envs.get(who, self.env), stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=30)
+        try:
+            waiters = json.loads(out.stdout).get("waiters")
+        except ValueError:
+            raise BenchError(f"dlock status --json ({who}) printed no JSON: {out.stderr.strip()[:200]}")
+        return waiters if isinstance(waiters, int) else None
+
+    def file_blocked_requests(self):
+        # The "->" lines of /proc/locks on the backend's files in the bench's
+        # temp dir (the name's lock file, and its slot files under --limit).
+        top = os.path.join(self.tmp, "d")
+        inodes = {f":{os.stat(os.path.join(root, name)).st_ino}" for root, _, names in os.walk(top) for name in names}
+        count = 0
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 6 and fields[1] == "->" and any(fields[6].endswith(i) for i in inodes):
+                    count += 1
+        return count
+
+    def scale_wait_queued(self, who, count, pid):
+        end = time.monotonic() + SCALE_JOIN_TIMEOUT_S
+        while True:
+            status = self.poll_exit(pid)
+            if status is not None:
+                raise BenchError(f"a {who} waiter exited ({status}) before it was queued{self.last_stderr()}")
+            waiters = self.scale_waiters(who)
+            if waiters is None:
+                # No queue to look at (Redlock: a waiter subscribes on every
+                # node, then tries again): subscribed, then a settle.
+                if who != REDLOCK:
+                    raise BenchError(f"dlock status --json ({who}) reports no waiter count")
+                if min(self.subscribed(who)) >= count:
+                    time.sleep(0.02)
+                    return
+            elif waiters >= count:
+                return
+            if time.monotonic() > end:
+                raise Timeout(f"{who}: waiter {count} was never seen queued")
+            time.sleep(0.002)
+
+    # ---- the server's work -------------------------------------------------
+
+    def server_work(self, who):
+        """A counter of the requests the backend's server(s) have served, or None."""
+        if who in (REDIS, REDLOCK):
+            # Commands run by scripts count too; the bench's own INFO does not.
+            total = 0
+            for resp in self.resps[who]:
+                for line in resp.call("INFO", "commandstats").splitlines():
+                    if line.startswith("cmdstat_") and not line.startswith("cmdstat_info:"):
+                        fields = dict(f.split("=", 1) for f in line.split(":", 1)[1].split(",") if "=" in f)
+                        total += int(fields.get("calls", "0"))
+            return total
+        if who == ZK:
+            for line in servers.four_letter_word(self.zk.port, "mntr").splitlines():
+                fields = line.split()
+                if len(fields) == 2 and fields[0] == "zk_packets_received":
+                    return int(fields[1])
+            raise BenchError("ZooKeeper's mntr has no zk_packets_received")
+        if who == ETCD:
+            # Every request message, unary or on a stream (lease keep-alives, watches).
+            total = 0
+            for line in self.etcd.request("GET", "/metrics").decode(errors="replace").splitlines():
+                if line.startswith("grpc_server_msg_received_total{"):
+                    total += int(float(line.rsplit(" ", 1)[1]))
+            return total
+        if who == PG:
+            time.sleep(PG_STATS_FLUSH_S)
+            row = self.pg.admin.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+            return int(row[0][0])
+        return None
+
+    # ---- waiters -----------------------------------------------------------
+
+    def scale_chain(self, who, n):
+        """One holder and n waiters queued behind it in a known order, then
+        let go: (hand-over ns in the order served, server work, join indexes
+        in the order served)."""
+        d = self.scale_dir("scale")
+        end0 = os.path.join(d, "end")
+        starts = [os.path.join(d, f"start.{i}") for i in range(n)]
+        holder = self.spawn(self.scale_argv(who, (self.helper, "hold", self.fifo, end0), wait=False),
+                            env=self.envs.get(who))
+        waiters = []
+        with Deadline(SCALE_JOIN_TIMEOUT_S):
+            go = self.open_fifo_writer()
+        try:
+            for i in range(n):
+                waiters.append(self.spawn(self.scale_argv(who, (self.helper, "start", starts[i])),
+                                          env=self.envs.get(who)))
+                self.scale_wait_queued(who, i + 1, waiters[-1])
+            time.sleep(SCALE_SETTLE_S)
+            before = self.server_work(who)
+            os.write(go, b"g")
+        finally:
+            os.close(go)
+        with Deadline(SCALE_JOIN_TIMEOUT_S + n):
+            for i, pid in enumerate(waiters):
+                self.wait(pid, f"{who} waiter {i + 1} of {n}")
+            self.wait(holder, f"{who} holder")
+        after = self.server_work(who)
+        stamps = []
+        for path in [end0] + starts:
+            with open(path) as f:
+                stamps.append(int(f.read()))
+        served = sorted(range(n), key=lambda i: stamps[i + 1])
+        times = [stamps[0]] + [stamps[i + 1] for i in served]
+        work = None if before is None else after - before
+        return [b - a for a, b in zip(times, times[1:])], work, served
+
+    def measure_scale_waiters(self, who, ns):
+        out = {}
+        for n in ns:
+            handovers, work, inv, chains = [], 0, 0, max(1, math.ceil(SCALE_MIN_HANDOVERS / n))
+            for _ in range(chains):
+                h, w, served = self.scale_chain(who, n)
+                handovers += h
+                work = None if w is None or work is None else work + w
+                inv += inversions(served)
+            out[n] = {"hand-over": handovers, "work": None if work is None else work / len(handovers),
+                      "inversions": inv, "chains": chains}
+        return out
+
+    # ---- holders of --limit N ----------------------------------------------
+
+    def scale_limit_once(self, who, n):
+        """n holders of --limit n spawned at once, then one waiter; one holder
+        let go: (ns until all n held, hand-over ns, server work over it)."""
+        d = self.scale_dir("limit")
+        ends = [os.path.join(d, f"end.{i}") for i in range(n)]
+        start = os.path.join(d, "start")
+        holders = []
+        began = time.monotonic_ns()
+        for i in range(n):
+            holders.append(self.spawn(self.scale_argv(who, (self.helper, "hold", self.fifo, ends[i]), limit=n),
+                                      env=self.envs.get(who)))
+        # `stamp hold` creates its file before it opens the fifo: the job runs, the slot is held.
+        deadline = time.monotonic() + SCALE_JOIN_TIMEOUT_S + n
+        while not all(os.path.exists(path) for path in ends):
+            for pid in holders:
+                if self.poll_exit(pid) is not None:
+                    raise BenchError(f"a {who} --limit {n} holder exited before holding{self.last_stderr()}")
+            if time.monotonic() > deadline:
+                raise Timeout(f"{who}: {n} holders of --limit {n} never all held")
+            time.sleep(0.001)
+        admitted = time.monotonic_ns() - began
+        with Deadline(SCALE_JOIN_TIMEOUT_S):
+            go = self.open_fifo_writer()
+        try:
+            waiter = self.spawn(self.scale_argv(who, (self.helper, "start", start), limit=n), env=self.envs.get(who))
+            self.scale_wait_queued(who, 1, waiter)
+            time.sleep(SCALE_SETTLE_S)
+            before = self.server_work(who)
+            os.write(go, b"g")
+            with Deadline(SCALE_JOIN_TIMEOUT_S):
+                self.wait(waiter, f"{who} --limit {n} waiter")
+            after = self.server_work(who)
+            os.write(go, b"g" * (n - 1))
+        finally:
+            os.close(go)
+        with Deadline(SCALE_JOIN_TIMEOUT_S + n):
+            for i, pid in enumerate(holders):
+                self.wait(pid, f"{who} --limit {n} holder {i + 1}")
+        released = [path for path in ends if os.path.getsize(path) > 0]
+        with open(start) as f:
+            started = int(f.read())
+        # The one holder let go first is the one whose stamp is the earliest.
+        first = min(int(open(path).read()) for path in released)
+        return admitted, started - first, None if before is None else after - before
+
+    def measure_scale_limit(self, who, ns):
+        out = {}
+        for n in ns:
+            admit, handover, work = [], [], 0
+            for _ in range(max(1, math.ceil(SCALE_LIMIT_MIN_SAMPLES / n))):
+                a, h, w = self.scale_limit_once(who, n)
+                admit.append(a)
+                handover.append(h)
+                work = None if w is None or work is None else work + w
+            out[n] = {"admit": admit, "hand-over": handover, "work": None if work is None else work / len(handover)}
+        return out
+
+    def measure_scale(self, whos, ns):
+        """{who: {"waiters": {n: ...}, "limit": {n: ...} (where offered)}}."""
+        results = {}
+        for who in whos:
+            results[who] = {"waiters": self.measure_scale_waiters(who, ns)}
+            if who in LIMIT_OFFERED:
+                results[who]["limit"] = self.measure_scale_limit(who, ns)
+        return results
