@@ -1,37 +1,66 @@
-"""The scale section of scripts/bench (--scale): many waiters and many
-holders on one name, for dlock on each backend (issue 22 point 2). Mixed
-into the Bench class of scripts/bench, whose spawn, wait, poll_exit,
-open_fifo_writer and servers it uses; the tables are in report.py.
+"""The scale section of scripts/bench (--scale, instead of the other
+measurements; --only picks one backend): many waiters and many holders on
+one name (issue 22 point 2). Mixed into the Bench class of scripts/bench,
+whose spawn, wait, poll_exit, open_fifo_writer and servers it uses; the
+tables are in report.py.
 
-Waiters: for each N, a holder (`dlock run s -- stamp hold FIFO END`) and N
-waiters (`dlock run s --wait 600s -- stamp start START_i`), started one by
-one, each seen queued before the next starts (dlock status --json counts
-i waiters; for the file backend /proc/locks shows i blocked requests), so
-that the order they joined in is known. After a settle the holder is let
-go: the waiters' jobs do nothing but stamp their start and exit, so each
-one's start is its end too (up to a file write), and the chain of N gives N
-hand-overs: the start of each job minus the start (the end, for the holder)
-of the one before it in the order they were served. The server's work over
-the chain, from the release to the last waiter's exit, divided by N, is
-the work per hand-over (per waiter: its wake-up, take, job and release).
-Chains are repeated for small N so that each N has SCALE_MIN_HANDOVERS
-hand-overs at least.
+For dlock on file, redis, redlock, zk, pg and etcd, on the bench's own
+servers (ZooKeeper with maxClientCnxns=0, no limit per address; PostgreSQL
+with max_connections=1100), for each N of --scale-n (default 1,10,100,500):
+  waiters    a holder (`dlock run s -- sh -c ...`: its job creates END,
+             reads a line from the bench's fifo, then execs `stamp start
+             END`, which stamps its end; `stamp hold` would give up after
+             30 s, less than 500 waiters may take to join), then N waiters
+             (`dlock run s --wait 600s -- stamp start START_i`) started one
+             by one, each seen queued before the next starts (`dlock status
+             s --json` counts i waiters; on Redlock, which has no queue, it
+             is subscribed on every node, plus 20 ms; on file, /proc/locks
+             shows i blocked requests), then 200 ms, then the holder is let
+             go. A waiter's job stamps its start and exits, so the chain of N
+             gives N hand-overs: each job's start minus the start of the one
+             served before it (the holder's end for the first). Chains are
+             repeated for small N to give 20 hand-overs at least. Order: the
+             waiters in the order their jobs started against the order they
+             joined (inversions counted). Server work per hand-over, from
+             the release to the last waiter's exit, divided by N: Redis and
+             Redlock, the calls of every command but INFO in INFO
+             commandstats (those run by scripts included; Redlock summed over
+             the 5 nodes); ZooKeeper, mntr's zk_packets_received; etcd, the
+             request messages of /metrics' grpc_server_msg_received_total
+             (unary calls and stream messages: keep-alives, watches);
+             PostgreSQL, pg_stat_database's xact_commit, which a backend
+             reports late (at its exit at the latest), so counted from before
+             the holder starts to after every contender has exited, less the
+             bench's reads and status calls (their commits measured once),
+             per contender (N + 1): whole lives, not releases. file: not
+             counted. The goals, at every N against N = 1, which --check
+             enforces: hand-over median at most 1.5x, work per hand-over at
+             most 1.5x, and FIFO (no inversion) where dlock's man page
+             promises it (redis, zk, pg, etcd; not Redlock, whose woken
+             waiters race, nor file, a kernel lock).
+  --limit N  N holders of `run s --limit N` spawned at once; "admit N" is the
+             time until all N run their job (each one's END exists);
+             then one more `run s --limit N --wait` is seen queued, one holder
+             is let go, and the hand-over (the freed holder's end to the
+             waiter's start) and the server's work until the waiter exits
+             are taken; repeated to give 5 samples at least. No goals: for
+             scale (not offered by Redlock).
+"""
 
-Holders: for each N, N holders of `run s --limit N` spawned at once (the
-time until all N hold: "admit N"), then one more contender waits, is seen
-queued, and one holder is let go: the hand-over with N held, repeated for
-small N so that each N has SCALE_LIMIT_MIN_SAMPLES of them."""
-
-import math
+import datetime
 import json
+import math
 import os
+import platform
+import signal
 import subprocess
+import sys
 import time
 
 import postgres
 import servers
 from processes import BenchError, Deadline, Timeout
-from report import ETCD, FILE, PG, REDIS, REDLOCK, ZK
+from report import ETCD, FILE, PG, REDIS, REDLOCK, ZK, cpu_model, scale_limit_table, scale_table, tool_version
 
 SCALE_NAME = "s"
 SCALE_WAIT = "600s"
@@ -81,6 +110,12 @@ class Scale:
     def scale_argv(self, who, cmd, limit=None, wait=True):
         flags = (("--limit", str(limit)) if limit else ()) + (("--wait", SCALE_WAIT) if wait else ())
         return [self.dlock, "-b", self.backends[who], "run", SCALE_NAME, *flags, "--", *cmd]
+
+    def scale_hold(self, end):
+        """A holder's job: creates END, waits for a line on the fifo (for as
+        long as it takes: `stamp hold` gives up after 30 s, less than 500
+        waiters may take to join), then stamps END as its last act."""
+        return ("/bin/sh", "-c", ': > "$2"; read -r line < "$0"; exec "$1" start "$2"', self.fifo, self.helper, end)
 
     def scale_waiters(self, who):
         """Waiters queued on the name, as dlock reports them (None: unknown)."""
@@ -184,8 +219,7 @@ class Scale:
             status_xacts = self.pg_status_xacts()
             self.scale_status_calls = 0
             before = self.server_work(who)
-        holder = self.spawn(self.scale_argv(who, (self.helper, "hold", self.fifo, end0), wait=False),
-                            env=self.envs.get(who))
+        holder = self.spawn(self.scale_argv(who, self.scale_hold(end0), wait=False), env=self.envs.get(who))
         waiters = []
         with Deadline(SCALE_JOIN_TIMEOUT_S):
             go = self.open_fifo_writer()
@@ -197,7 +231,7 @@ class Scale:
             time.sleep(SCALE_SETTLE_S)
             if who != PG:
                 before = self.server_work(who)
-            os.write(go, b"g")
+            os.write(go, b"g\n")
         finally:
             os.close(go)
         with Deadline(SCALE_JOIN_TIMEOUT_S + n):
@@ -242,9 +276,8 @@ class Scale:
         holders = []
         began = time.monotonic_ns()
         for i in range(n):
-            holders.append(self.spawn(self.scale_argv(who, (self.helper, "hold", self.fifo, ends[i]), limit=n),
-                                      env=self.envs.get(who)))
-        # `stamp hold` creates its file before it opens the fifo: the job runs, the slot is held.
+            holders.append(self.spawn(self.scale_argv(who, self.scale_hold(ends[i]), limit=n), env=self.envs.get(who)))
+        # The holder's job creates its file before it opens the fifo: the job runs, the slot is held.
         deadline = time.monotonic() + SCALE_JOIN_TIMEOUT_S + n
         while not all(os.path.exists(path) for path in ends):
             for pid in holders:
@@ -261,11 +294,11 @@ class Scale:
             self.scale_wait_queued(who, 1, waiter)
             time.sleep(SCALE_SETTLE_S)
             before = self.server_work(who)
-            os.write(go, b"g")
+            os.write(go, b"g\n")
             with Deadline(SCALE_JOIN_TIMEOUT_S):
                 self.wait(waiter, f"{who} --limit {n} waiter")
             after = self.server_work(who)
-            os.write(go, b"g" * (n - 1))
+            os.write(go, b"g\n" * (n - 1))
         finally:
             os.close(go)
         with Deadline(SCALE_JOIN_TIMEOUT_S + n):
@@ -298,3 +331,75 @@ class Scale:
             if who in LIMIT_OFFERED:
                 results[who]["limit"] = self.measure_scale_limit(who, ns)
         return results
+
+    def measure_scale_sections(self, ns, warmups):
+        """The scale section (scripts/bench.d/scale.py) on each chosen backend, on the bench's servers."""
+        self.build_helper()
+        whos = []
+        for section, who in (("file", FILE), ("redis", REDIS), ("redlock", REDLOCK), ("zk", ZK), ("pg", PG), ("etcd", ETCD)):
+            if section not in self.sections:
+                continue
+            if who in (REDIS, REDLOCK) and REDIS not in self.resps:
+                self.start_redis_servers()
+            elif who == ZK:
+                self.start_zookeeper()
+                self.warm_server(ZK, warmups[ZK])
+            elif who == PG:
+                self.start_postgres()
+                self.warm_server(PG, warmups[PG])
+            elif who == ETCD:
+                self.start_etcd()
+                self.warm_server(ETCD, warmups[ETCD])
+            whos.append(who)
+        return self.measure_scale(whos, ns)
+
+
+def parse_scale_n(parser, text):
+    try:
+        ns = [int(n) for n in text.split(",")]
+    except ValueError:
+        parser.error("--scale-n takes comma-separated numbers, e.g. 1,10,100,500")
+    if ns[0] != 1 or any(n < 1 for n in ns):
+        parser.error("--scale-n must start with 1 (what the other N are compared with), all N >= 1")
+    return ns
+
+
+def scale_main(args, bench, machine_before, stop_signals, warmups):
+    """Measures, stops everything, prints the tables; the exit status."""
+    try:
+        m = bench.measure_scale_sections(args.scale_n, warmups)
+    except (BenchError, servers.ServerError, OSError) as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+    finally:
+        for signo in stop_signals:
+            signal.signal(signo, signal.SIG_IGN)
+        bench.cleanup()
+    when = (f"{datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}, {platform.release()}, "
+            f"{cpu_model()} ({os.cpu_count()} CPUs); {tool_version([bench.dlock, '--version'])}")
+    names = {FILE: "file", REDIS: "redis", REDLOCK: "redlock", ZK: "zk", PG: "postgres", ETCD: "etcd"}
+    tables = []
+    for who, result in m.items():
+        unit = WORK_UNITS[who]
+        tables.append((f"dlock scale ({names[who]} backend): a chain of N waiters on one name, hand-over from "
+                       f"each job's end to the next one's start, server work per hand-over; {when}",
+                       scale_table(who, names[who], result["waiters"], unit)))
+        if "limit" in result:
+            # Counted from the release to the waiter's exit (PostgreSQL: what
+            # the waiter's and the released holder's backends report by then).
+            tables.append((f"dlock scale ({names[who]} backend): N holders of run --limit N, then one waiter",
+                           scale_limit_table(names[who], result["limit"], WORK_UNITS_LIMIT[who])))
+    print("\n\n".join(t.render(title, args.markdown) for title, t in tables))
+    others = machine_before.others_share()
+    if others is not None and others > 0.10:
+        print(f"{chr(10) + '> ' if args.markdown else ''}note: other processes kept {others:.0%} of the "
+              f"{os.cpu_count()} CPUs busy while this ran; hand-over figures are noisy then")
+    misses = [miss for _, t in tables for miss in t.misses]
+    for miss in misses:
+        print(f"bench: missed: {miss}", file=sys.stderr)
+    if args.verbose:
+        for who, result in m.items():
+            for n, r in result["waiters"].items():
+                print(f"scale {who} N={n} hand-over (us, sorted): " + " ".join(f"{v / 1e3:.0f}" for v in sorted(r["hand-over"])),
+                      file=sys.stderr)
+    return 1 if (args.check and misses) else 0
