@@ -38,7 +38,9 @@ with max_connections=1100), for each N of --scale-n (default 1,10,100,500):
              most 1.5x, and FIFO (no inversion) where dlock's man page
              promises it (redis, zk, pg, etcd; not Redlock, whose woken
              waiters race, nor file, a kernel lock).
-  --limit N  N holders of `run s --limit N` spawned at once; "admit N" is the
+  --limit N  N holders of `run s --limit N`, spawned 50 at a time (the next
+             50 once these hold: PostgreSQL does not accept 500 at once
+             within dlock's connect timeout on 2 CPUs); "admit N" is the
              time until all N run their job (each one's END exists);
              then one more `run s --limit N --wait` is seen queued, one holder
              is let go, and the hand-over (the freed holder's end to the
@@ -66,6 +68,7 @@ SCALE_NAME = "s"
 SCALE_WAIT = "600s"
 SCALE_MIN_HANDOVERS = 20
 SCALE_LIMIT_MIN_SAMPLES = 5
+SCALE_LIMIT_WAVE = 50  # holders of --limit N started at once, the next wave once they hold
 SCALE_SETTLE_S = 0.2
 SCALE_JOIN_TIMEOUT_S = 60.0
 # A waiter's stats reach pg_stat_database once its backend flushes them, at
@@ -263,6 +266,7 @@ class Scale:
                 inv += inversions(served)
             out[n] = {"hand-over": handovers, "work": None if work is None else work / len(handovers),
                       "inversions": inv, "chains": chains}
+            self.scale_progress(who, "waiters", n, out[n])
         return out
 
     # ---- holders of --limit N ----------------------------------------------
@@ -275,17 +279,20 @@ class Scale:
         start = os.path.join(d, "start")
         holders = []
         began = time.monotonic_ns()
-        for i in range(n):
-            holders.append(self.spawn(self.scale_argv(who, self.scale_hold(ends[i]), limit=n), env=self.envs.get(who)))
-        # The holder's job creates its file before it opens the fifo: the job runs, the slot is held.
         deadline = time.monotonic() + SCALE_JOIN_TIMEOUT_S + n
-        while not all(os.path.exists(path) for path in ends):
-            for pid in holders:
-                if self.poll_exit(pid) is not None:
-                    raise BenchError(f"a {who} --limit {n} holder exited before holding{self.last_stderr()}")
-            if time.monotonic() > deadline:
-                raise Timeout(f"{who}: {n} holders of --limit {n} never all held")
-            time.sleep(0.001)
+        # In waves: 500 connections at once are more than PostgreSQL forks
+        # and authenticates (SCRAM) within dlock's connect timeout on 2 CPUs.
+        for wave in range(0, n, SCALE_LIMIT_WAVE):
+            for i in range(wave, min(n, wave + SCALE_LIMIT_WAVE)):
+                holders.append(self.spawn(self.scale_argv(who, self.scale_hold(ends[i]), limit=n), env=self.envs.get(who)))
+            # The holder's job creates its file before it opens the fifo: the job runs, the slot is held.
+            while not all(os.path.exists(path) for path in ends[:len(holders)]):
+                for pid in holders:
+                    if self.poll_exit(pid) is not None:
+                        raise BenchError(f"a {who} --limit {n} holder exited before holding{self.last_stderr()}")
+                if time.monotonic() > deadline:
+                    raise Timeout(f"{who}: {n} holders of --limit {n} never all held")
+                time.sleep(0.001)
         admitted = time.monotonic_ns() - began
         with Deadline(SCALE_JOIN_TIMEOUT_S):
             go = self.open_fifo_writer()
@@ -321,7 +328,15 @@ class Scale:
                 handover.append(h)
                 work = None if w is None or work is None else work + w
             out[n] = {"admit": admit, "hand-over": handover, "work": None if work is None else work / len(handover)}
+            self.scale_progress(who, "--limit", n, out[n])
         return out
+
+    @staticmethod
+    def scale_progress(who, part, n, r):
+        # On stderr as each N is done: a long run that fails later keeps what it measured.
+        h = sorted(r["hand-over"])
+        print(f"bench: scale {who} {part} N={n}: hand-over median {h[len(h) // 2] / 1e6:.2f} ms over {len(h)}, "
+              f"work {r['work']}, inversions {r.get('inversions', '-')}", file=sys.stderr, flush=True)
 
     def measure_scale(self, whos, ns):
         """{who: {"waiters": {n: ...}, "limit": {n: ...} (where offered)}}."""
