@@ -71,6 +71,7 @@ SCALE_LIMIT_MIN_SAMPLES = 5
 SCALE_LIMIT_WAVE = 50  # holders of --limit N started at once, the next wave once they hold
 SCALE_SETTLE_S = 0.2
 SCALE_JOIN_TIMEOUT_S = 60.0
+SCALE_DRAIN_PER_WAITER_S = 10.0
 # A waiter's stats reach pg_stat_database once its backend flushes them, at
 # most every second while it runs and at its exit.
 PG_STATS_FLUSH_S = 1.2
@@ -237,7 +238,9 @@ class Scale:
             os.write(go, b"g\n")
         finally:
             os.close(go)
-        with Deadline(SCALE_JOIN_TIMEOUT_S + n):
+        # Generous: Redlock's woken waiters race, and the losers sleep until
+        # the lease's end (seconds per hand-over with 100 waiters).
+        with Deadline(SCALE_JOIN_TIMEOUT_S + SCALE_DRAIN_PER_WAITER_S * n):
             for i, pid in enumerate(waiters):
                 self.wait(pid, f"{who} waiter {i + 1} of {n}")
             self.wait(holder, f"{who} holder")
