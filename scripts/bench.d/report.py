@@ -350,11 +350,11 @@ def scale_ratio(t, what, mine, base, goal, fmt):
 
 
 def scale_table(who, backend, results, unit):
-    """Per N: the hand-over in a chain of N waiters (median, p90, against
-    N = 1), the server's work per hand-over (against N = 1) and whether the
+    """Per N: the hand-over in a chain of N waiters (median, p90, max; the
+    median against N = 1), the server's work per hand-over (against N = 1) and whether the
     waiters were served in the order they joined."""
-    t = Table(("waiters N", "hand-overs", "median", "p90", "vs N=1", f"work ({unit or 'not counted'})", "vs N=1",
-               "order", "ok"), ["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", ":-:"])
+    t = Table(("waiters N", "hand-overs", "median", "p90", "max", "vs N=1", f"work ({unit or 'not counted'})", "vs N=1",
+               "order", "ok"), ["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", ":-:"])
     base = results[min(results)]
     count = lambda v: "-" if v is None else f"{v:.1f}"
     for n in sorted(results):
@@ -371,7 +371,8 @@ def scale_table(who, backend, results, unit):
         if not order_ok:
             t.misses.append(f"scale ({backend}): waiters at N = {n} not served in the order they joined "
                             f"({r['inversions']} inversions)")
-        t.rows.append([str(n), str(len(r["hand-over"])), ms(med), ms(p90(r["hand-over"])), lat, count(r["work"]), work,
+        t.rows.append([str(n), str(len(r["hand-over"])), ms(med), ms(p90(r["hand-over"])), ms(max(r["hand-over"])), lat,
+                       count(r["work"]), work,
                        order, "yes" if lat_ok and work_ok and order_ok else "NO"])
     return t
 
