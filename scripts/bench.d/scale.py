@@ -13,9 +13,9 @@ with max_connections=1100), for each N of --scale-n (default 1,10,100,500):
              30 s, less than 500 waiters may take to join), then N waiters
              (`dlock run s --wait 600s -- stamp start START_i`) started one
              by one, each seen queued before the next starts (`dlock status
-             s --json` counts i waiters; on Redlock, which has no queue, it
-             is subscribed on every node, plus 20 ms; on file, /proc/locks
-             shows i blocked requests), then 200 ms, then the holder is let
+             s --json` counts i waiters; on Redlock, which has no queue,
+             that is the subscribers of the release channel, the most on
+             any node; on file, /proc/locks shows i blocked requests), then 200 ms, then the holder is let
              go. A waiter's job stamps its start and exits, so the chain of N
              gives N hand-overs: each job's start minus the start of the one
              served before it (the holder's end for the first). Chains are
