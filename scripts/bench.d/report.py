@@ -330,3 +330,63 @@ def handover_table(m, who, backend):
             row[-2] = f"{row[-2]} (fastest)"
         t.rows.append(row)
     return t
+
+
+# The scale section (issue 22 point 2): at every N, against N = 1.
+GOAL_SCALE_HANDOVER_RATIO = 1.5
+GOAL_SCALE_WORK_RATIO = 1.5
+# Where dlock's man page promises that waiters are served in the order they joined.
+FIFO_PROMISED = (REDIS, ZK, PG, ETCD)
+
+
+def scale_ratio(t, what, mine, base, goal, fmt):
+    if base is None or mine is None or base <= 0:
+        return "-", True
+    r = mine / base
+    ok = goal is None or r <= goal
+    if not ok:
+        t.misses.append(f"{what}: {fmt(mine)} vs {fmt(base)} at N = 1 = {r:.2f}x, goal {goal:g}x")
+    return f"{r:.2f}x", ok
+
+
+def scale_table(who, backend, results, unit):
+    """Per N: the hand-over in a chain of N waiters (median, p90, max; the
+    median against N = 1), the server's work per hand-over (against N = 1) and whether the
+    waiters were served in the order they joined."""
+    t = Table(("waiters N", "hand-overs", "median", "p90", "max", "vs N=1", f"work ({unit or 'not counted'})", "vs N=1",
+               "order", "ok"), ["---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---", ":-:"])
+    base = results[min(results)]
+    count = lambda v: "-" if v is None else f"{v:.1f}"
+    for n in sorted(results):
+        r = results[n]
+        med = median(r["hand-over"])
+        lat, lat_ok = scale_ratio(t, f"scale ({backend}): hand-over median at N = {n}", med,
+                                  median(base["hand-over"]), GOAL_SCALE_HANDOVER_RATIO, ms)
+        work, work_ok = scale_ratio(t, f"scale ({backend}): {unit} per hand-over at N = {n}", r["work"], base["work"],
+                                    GOAL_SCALE_WORK_RATIO, count)
+        fifo = r["inversions"] == 0
+        order = ("FIFO" if fifo else f"not FIFO ({r['inversions']} inversions)") + \
+            ("" if who in FIFO_PROMISED else " (not promised)")
+        order_ok = fifo or who not in FIFO_PROMISED
+        if not order_ok:
+            t.misses.append(f"scale ({backend}): waiters at N = {n} not served in the order they joined "
+                            f"({r['inversions']} inversions)")
+        t.rows.append([str(n), str(len(r["hand-over"])), ms(med), ms(p90(r["hand-over"])), ms(max(r["hand-over"])), lat,
+                       count(r["work"]), work,
+                       order, "yes" if lat_ok and work_ok and order_ok else "NO"])
+    return t
+
+
+def scale_limit_table(backend, results, unit):
+    """Per N: the time to admit N holders of --limit N spawned at once, and
+    the hand-over from one of them to a waiter while the other N - 1 hold;
+    no goals, for scale."""
+    t = Table(("holders N", "admit N (median)", "hand-over with N held", "vs N=1", f"work ({unit or 'not counted'})",
+               "samples"), ["---:", "---:", "---:", "---:", "---:", "---:"])
+    base = results[min(results)]
+    for n in sorted(results):
+        r = results[n]
+        med = median(r["hand-over"])
+        t.rows.append([str(n), ms(median(r["admit"])), ms(med), f"{med / median(base['hand-over']):.2f}x",
+                       "-" if r["work"] is None else f"{r['work']:.1f}", str(len(r["hand-over"]))])
+    return t

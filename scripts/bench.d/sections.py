@@ -19,6 +19,7 @@ ZK_LOCK_PATH = f"/dlock/{LOCK_NAME}"  # the default namespace "dlock" (DLOCK_* e
 REDLOCK_NODES = 5
 ETCD_LOCK_PREFIX = f"dlock/{LOCK_NAME}/"  # dlock's keys for x in the namespace dlock, as etcd's concurrency.Mutex
 ETCDCTL_LOCK_PREFIX = f"{LOCK_NAME}/"  # `etcdctl lock x`'s
+PG_SCALE_MAX_CONNECTIONS = 1100  # the scale section's 500 waiters, or 500 holders, and more
 
 
 class ServerSections:
@@ -64,7 +65,13 @@ class ServerSections:
     def start_postgres(self):
         try:
             self.pg = postgres.PostgresServer(self.spawn, self.poll_exit, self.tools["pg-bindir"], self.tmp,
-                                              self.server_log_fd, self.env).start()
+                                              self.server_log_fd, self.env)
+            if self.scale:
+                # N waiters (or holders) and their status calls each take a
+                # connection: more than PostgreSQL's default of 100.
+                argv = self.pg.argv
+                self.pg.argv = lambda port: argv(port) + ["-c", f"max_connections={PG_SCALE_MAX_CONNECTIONS}"]
+            self.pg.start()
             self.pg.check_key(f"dlock {LOCK_NAME}")
         except (servers.ServerError, OSError, subprocess.SubprocessError) as e:
             raise BenchError(f"cannot start the bench's PostgreSQL: {e}{self.server_log_tail()}") from e

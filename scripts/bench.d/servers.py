@@ -362,7 +362,10 @@ class ZooKeeperServer(Server):
         os.makedirs(os.path.join(home, "data"), exist_ok=True)
         cfg = os.path.join(home, "zoo.cfg")
         with open(cfg, "w") as f:
-            f.write(zookeeper_server.zoo_cfg(zookeeper_server.DEFAULT_TICK_MS, os.path.join(home, "data"), port))
+            # maxClientCnxns 0: no limit on connections from one address (ZooKeeper's
+            # default is 60; the scale section has 500 waiters, all on 127.0.0.1).
+            f.write(zookeeper_server.zoo_cfg(zookeeper_server.DEFAULT_TICK_MS, os.path.join(home, "data"), port,
+                                             max_client_cnxns=0))
         return zookeeper_server.java_argv(self.binary, cfg)
 
     def healthy(self):
