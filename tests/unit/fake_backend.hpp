@@ -22,8 +22,8 @@ public:
   Millis granted_ttl{0}; // 0: grant what was asked
   bool held_by_other = false;
   std::uint64_t next_fence = 100;
-  int news_fd = -1;       // what event_fd() returns
-  int expected_news = 0;  // how many times news_was_expected() drains news_fd and says true
+  int news_fd = -1;      // what event_fd() returns
+  int expected_news = 0; // how many times news_was_expected() drains news_fd and says true
   std::atomic<int> news_taken{0};
   mutable std::atomic<int> calls_during_release{0};
   Millis granted_long_ago{0}; // t0 of a grant this long before it is returned (a long server-side wait)
