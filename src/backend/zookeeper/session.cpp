@@ -251,7 +251,8 @@ Session::Session(const SessionOptions &options) : m_options(options) {
                "each running dlock holds one: raise maxClientCnxns in zoo.cfg (0: no limit) or start fewer at once;";
       } else {
         cause = "the server closed each connection before a session was set up";
-        hint = "a member without a quorum does so: is a majority of the ensemble up?";
+        hint = "a member without a quorum does so (is a majority of the ensemble up?), as does a port that expects "
+               "TLS;";
       }
     }
     if (!cause.empty()) {
