@@ -105,7 +105,7 @@ Finding clock_finding(const std::vector<MemberStatus> &members, Millis limit) {
   auto ms = [](std::chrono::system_clock::time_point t) {
     return std::chrono::duration_cast<Millis>(t.time_since_epoch()).count();
   };
-  long long closest = -1; // the largest uncertainty of a member found in step
+  long long widest = -1; // the widest offset window among members found in step (-1: none compared)
   for (const MemberStatus &member : members) {
     if (!member.answered || !member.clock.date) continue;
     // The member stamped its Date in [date, date + 1 s) of its clock,
@@ -114,7 +114,7 @@ Finding clock_finding(const std::vector<MemberStatus> &members, Millis limit) {
     long long high = (*member.clock.date + 1) * 1000 - ms(member.clock.sent);
     long long off = low > limit.count() ? low : high < -limit.count() ? -high : 0;
     if (off == 0) {
-      closest = std::max(closest, high - low);
+      widest = std::max(widest, high - low);
       continue;
     }
     f.severity = Severity::warning;
@@ -127,10 +127,10 @@ Finding clock_finding(const std::vector<MemberStatus> &members, Millis limit) {
     f.fix = "synchronise the clocks of this host and the members (chrony or systemd-timesyncd)";
     return f;
   }
-  f.found = closest < 0 ? "not compared: no member's answer had a Date header"
-                        : fmt::format("this host's clock agrees with the members' within {} (their Date headers "
-                                      "have whole seconds)",
-                                      format_duration(Millis(std::max<long long>(closest, limit.count()))));
+  f.found = widest < 0 ? "not compared: no member's answer had a Date header"
+                       : fmt::format("this host's clock agrees with the members' within {} (their Date headers "
+                                     "have whole seconds)",
+                                     format_duration(Millis(std::max<long long>(widest, limit.count()))));
   return f;
 }
 

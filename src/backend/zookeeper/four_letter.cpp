@@ -35,21 +35,17 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
   throw UnavailableError(fmt::format("{}: {}", where, stream.error()));
 }
 
-std::string server_closing_new_connections(const std::string &hosts, Millis wait) {
+std::string server_closing_new_connections(const std::vector<net::Address> &servers, Millis wait) {
   // One silent connection to each of the first three servers, all watched
   // together until `wait` has passed or one of them is closed.
   auto deadline = std::chrono::steady_clock::now() + wait;
   std::vector<std::pair<std::string, UniqueFd>> open;
-  std::string_view list(hosts);
-  list = list.substr(0, list.find('/')); // a chroot suffix
-  for (std::size_t start = 0; start < list.size() && open.size() < 3;) {
-    std::size_t end = std::min(list.find(',', start), list.size());
-    std::string host(list.substr(start, end - start));
-    start = end + 1;
+  for (std::size_t i = 0; i < servers.size() && i < 3; ++i) {
+    std::string where = servers[i].display();
     try {
-      open.emplace_back(host, net::connect_tcp(net::parse_address(host, 2181), deadline, host, wait));
+      open.emplace_back(where, net::connect_tcp(servers[i], deadline, where, wait));
     } catch (const Error &) {
-      // not reached or a bad address: not this kind of refusal
+      // not reached: not this kind of refusal
     }
   }
   std::vector<pollfd> items;

@@ -16,12 +16,12 @@ namespace dlock::backend::zookeeper {
 std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
                              const std::string &where, Millis timeout);
 
-// The first server of `hosts` ("h1:p1,h2:p2", the C client's list) that
-// closes a new connection at once, before the client has said anything,
-// as ZooKeeper does to an address that already holds maxClientCnxns
-// connections; empty when none does within `wait` each. For the message
-// of a session that could not be set up.
-std::string server_closing_new_connections(const std::string &hosts, Millis wait);
+// The first of (at most three of) `servers` that closes a new connection
+// at once, before the client has said anything, as ZooKeeper does to an
+// address that already holds maxClientCnxns connections, as it is
+// displayed; empty when none does within `wait`. For the message of a
+// session that could not be set up.
+std::string server_closing_new_connections(const std::vector<net::Address> &servers, Millis wait);
 
 // The value after `key` on its line of such an answer ("Mode:" gives
 // "leader"), trimmed; empty if absent.

@@ -148,13 +148,6 @@ private:
   sigset_t m_saved;
 };
 
-std::size_t count_hosts(const std::string &hosts) {
-  std::size_t n = 1;
-  for (char c : hosts)
-    if (c == ',') ++n;
-  return n;
-}
-
 } // namespace
 
 std::string describe(int rc) {
@@ -213,7 +206,7 @@ Session::Session(const SessionOptions &options) : m_options(options) {
                  nullptr);
   }
   auto deadline = SteadyClock::now() + options.connect_timeout;
-  std::size_t hosts = count_hosts(options.hosts);
+  std::size_t hosts = options.addresses.size();
   for (;;) {
     int state = m_state.load();
     if (state == ZOO_CONNECTED_STATE) break;
@@ -245,7 +238,7 @@ Session::Session(const SessionOptions &options) : m_options(options) {
       // At accept, before reading anything, is where a server over its
       // maxClientCnxns closes; a member without a quorum reads the
       // handshake first. (Asked without the log's lock held.)
-      if (std::string closing = server_closing_new_connections(options.hosts, Millis(1000)); !closing.empty()) {
+      if (std::string closing = server_closing_new_connections(options.addresses, Millis(1000)); !closing.empty()) {
         cause = fmt::format("{} closes every new connection at once", closing);
         hint = "ZooKeeper does so when this address already holds maxClientCnxns connections, 60 by default, and "
                "each running dlock holds one: raise maxClientCnxns in zoo.cfg (0: no limit) or start fewer at once;";

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "net/net.hpp"
+
 #include "core/duration.hpp"
 #include "core/unique_fd.hpp"
 
@@ -45,7 +47,8 @@ struct Call {
 using CallPtr = std::shared_ptr<Call>;
 
 struct SessionOptions {
-  std::string hosts; // "h1:p1,h2:p2", as the C client takes it
+  std::string hosts;                   // "h1:p1,h2:p2", as the C client takes it
+  std::vector<net::Address> addresses; // the same, parsed
   Millis session_timeout{30'000};
   Millis connect_timeout{2000};
   std::optional<std::string> digest; // "user:password" for the digest scheme

@@ -272,6 +272,7 @@ private:
       m_session.reset();
       SessionOptions options;
       options.hosts = m_hosts;
+      options.addresses = m_addresses;
       options.session_timeout = ttl.value_or(k_inspection_session);
       options.connect_timeout = m_config.connect_timeout;
       options.digest = m_digest;
