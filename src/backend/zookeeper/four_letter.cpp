@@ -36,28 +36,34 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
 }
 
 std::string server_closing_new_connections(const std::vector<net::Address> &servers, Millis wait) {
-  // One silent connection to each of the first three servers, all watched
-  // together until `wait` has passed or one of them is closed.
+  // Rounds of one silent connection to each of the first three servers,
+  // watched together, until one is closed or `wait` has passed: a server
+  // at its limit may have just let one connection in (a slot freed for a
+  // moment), so one probe is not enough to say it does not refuse.
   auto deadline = std::chrono::steady_clock::now() + wait;
-  std::vector<std::pair<std::string, UniqueFd>> open;
-  for (std::size_t i = 0; i < servers.size() && i < 3; ++i) {
-    std::string where = servers[i].display();
-    try {
-      open.emplace_back(where, net::connect_tcp(servers[i], deadline, where, wait));
-    } catch (const Error &) {
-      // not reached: not this kind of refusal
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto round_end = std::min(deadline, std::chrono::steady_clock::now() + Millis(250));
+    std::vector<std::pair<std::string, UniqueFd>> open;
+    for (std::size_t i = 0; i < servers.size() && i < 3; ++i) {
+      std::string where = servers[i].display();
+      try {
+        open.emplace_back(where, net::connect_tcp(servers[i], round_end, where, wait));
+      } catch (const Error &) {
+        // not reached: not this kind of refusal
+      }
     }
-  }
-  std::vector<pollfd> items;
-  for (const auto &[host, fd] : open)
-    items.push_back({fd.get(), POLLIN, 0});
-  while (!items.empty() && poll(items.data(), items.size(), net::millis_until(deadline)) > 0) {
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].revents) continue;
-      char byte = 0;
-      ssize_t got = recv(items[i].fd, &byte, 1, MSG_DONTWAIT);
-      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) return open[i].first;
-      items[i].events = 0; // it spoke: not what a refusal at accept does
+    if (open.empty()) return {};
+    std::vector<pollfd> items;
+    for (const auto &[host, fd] : open)
+      items.push_back({fd.get(), POLLIN, 0});
+    while (poll(items.data(), items.size(), net::millis_until(round_end)) > 0) {
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!items[i].revents) continue;
+        char byte = 0;
+        ssize_t got = recv(items[i].fd, &byte, 1, MSG_DONTWAIT);
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) return open[i].first;
+        items[i].events = 0; // it spoke: not what a refusal at accept does
+      }
     }
   }
   return {};
