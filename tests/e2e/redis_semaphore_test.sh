@@ -49,7 +49,7 @@ max=$(cat "$tmpdir/max")
 [ ! -s "$tmpdir/bad_slots" ] || fail "slots: $(sort -u "$tmpdir/bad_slots" | head -3 | tr '\n' ';')"
 [ "$(wc -l <"$tmpdir/fences")" = 12 ] || fail "$(wc -l <"$tmpdir/fences") of the 12 jobs ran"
 [ "$(sort -u "$tmpdir/fences" | wc -l)" = 12 ] || fail "two slots got the same fence: $(sort "$tmpdir/fences" | uniq -d)"
-for part in sem sem-info; do
+for part in sem sem-info sem-free; do
   [ "$("$RCLI" EXISTS "$(redis_key sem "$part")")" = 0 ] || fail "$(redis_key sem "$part") is left after the last run"
 done
 listening=$("$RCLI" PUBSUB CHANNELS "$(redis_key sem queue):*")

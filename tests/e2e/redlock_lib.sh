@@ -13,7 +13,7 @@
 #                            (never skips) when not under with-redis --nodes
 #                            or without redlock
 #   NODES                    the number of nodes; QUORUM = NODES/2 + 1
-#   node_cli I ARGS...       redis-cli against node I (1-based)
+#   node_cli I ARGS...       redis-cli against node I (1-based; backends/redlock.sh)
 #   node_pid I               node I's current server pid
 #   node_address I           127.0.0.1:PORT of node I
 #   stop_node I...           SIGKILL node I and wait until it is gone
@@ -24,7 +24,8 @@
 #   nodes_with_key KEY       how many reachable nodes hold KEY
 #   nodes_with_value KEY V   how many reachable nodes hold KEY with value V
 #   has_subscriber NAME      a waiter for NAME listens on some reachable node
-#                            (PUBSUB NUMSUB of {dlock:NAME}:released)
+#                            (its own channel {dlock:NAME}:queue:ID, or an
+#                            older dlock's {dlock:NAME}:released)
 #   elapsed_ms START         milliseconds since START (a now_ms reading)
 #   dec_gt A B               decimal A > decimal B, any size (no python: its
 #                            start-up costs a quarter second here)
@@ -37,13 +38,11 @@
 
 # shellcheck disable=SC2154 # tmpdir comes from lib.sh
 
-node_cli() {
-  local var=DLOCK_TEST_NODE_CLI_$1
-  shift
-  "${!var}" "$@"
+node_pid() {
+  local pid
+  slurp pid "${NODE_PIDFILES[$(($1 - 1))]}"
+  echo "$pid"
 }
-
-node_pid() { cat "${NODE_PIDFILES[$(($1 - 1))]}"; }
 node_address() { printf '127.0.0.1:%s' "${NODE_PORTS[$(($1 - 1))]}"; }
 
 stop_node() {
@@ -112,6 +111,8 @@ subscribers() {
   for ((i = 1; i <= NODES; i++)); do
     _node_answers "$i" || continue
     count=$(node_cli "$i" PUBSUB NUMSUB "$(redis_key "$1" released)" 2>/dev/null | sed -n 2p)
+    n=$((n + ${count:-0}))
+    count=$(node_cli "$i" PUBSUB CHANNELS "$(redis_key "$1" queue):*" 2>/dev/null | grep -c .)
     n=$((n + ${count:-0}))
   done
   echo "$n"

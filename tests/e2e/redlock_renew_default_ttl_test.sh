@@ -13,7 +13,7 @@ name=app/renewed
 on_renewed() {
   local i recorded pttl want=5000
   [ "$1" = acquire ] && return 0 # looked at after the first renewal's own checks
-  case $1 in renew_ttl | renew2) want=3000 ;; esac
+  case $1 in renew_ttl | renew2) want=8000 ;; esac
   for ((i = 1; i <= NODES; i++)); do
     recorded=$(node_cli "$i" HGET "$(redis_key $name info)" ttl)
     pttl=$(node_cli "$i" PTTL "$(redis_key $name lock)")

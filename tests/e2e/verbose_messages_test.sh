@@ -25,12 +25,20 @@ capture "${DL[@]}" -v run r --ttl 1500ms -- sleep 0.8
 [ "$rc" = 0 ] || fail "run of sleep 0.8 exited $rc: $err"
 case $err in *"(1 renewal); the job exited 0"*) ;; *) fail "-v after one renewal: $err" ;; esac
 
-# A job that exits at once and leaves a process holding the lock.
-capture "${DL[@]}" -v run y -- sh -c 'sleep 0.5 & exit 0'
+# A job that exits at once and leaves a process holding the lock. The
+# leftover lives until dlock has named it (a leftover that ended on a timer
+# could end, under load, between dlock listing it and reading its command
+# line, and be named by its pid alone).
+mkfifo "$tmpdir/leftover"
+"${DL[@]}" -v run y -- sh -c '(read -r _ <"$1") & exit 0' sh "$tmpdir/leftover" 2>"$tmpdir/y.err" &
+runner=$!
+track "$runner"
+wait_until grep -q "waiting for them" "$tmpdir/y.err" || fail "-v never said it waits for a leftover: $(cat "$tmpdir/y.err")"
+echo >"$tmpdir/leftover"
+wait_exit "$runner" 10
+err=$(cat "$tmpdir/y.err")
 [ "$rc" = 0 ] || fail "run of a job leaving a child exited $rc: $err"
-# (The child may not have exec'd sleep yet when dlock looks: its command
-# line may still be the shell's.)
-case $err in *"the job exited 0, but processes it started still run and keep lock 'y' held: pid "[0-9]*" ("*"); waiting for them"*) ;; *)
+case $err in *"the job exited 0, but processes it started still run and keep lock 'y' held: pid "[0-9]*" (sh -c "*"); waiting for them"*) ;; *)
   fail "-v does not name the leftover process: $err" ;; esac
 
 # --max-runtime reached by what the job left running.

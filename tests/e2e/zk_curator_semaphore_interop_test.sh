@@ -109,10 +109,12 @@ end_holder d1 "$d1_pid" "dlock run --limit 2"
 
 # 5. `dlock acquire --limit 2` (a keeper holds the session) takes one slot
 # beside Curator's lease: a Curator try is busy; renew works; release by
-# token lets Curator in.
+# token lets Curator in. (A window of 20 s: the Curator try starts a JVM,
+# which on a loaded machine took longer than the 2 s window the keeper
+# first had, so the lease was gone before the renew.)
 sem_hold c3
 sem_wait_held c3
-capture "${DL[@]}" acquire --limit 2 sem --ttl 2s
+capture "${DL[@]}" acquire --limit 2 sem --ttl 20s
 [ "$rc" = 0 ] || fail "dlock acquire --limit 2 beside one Curator lease exited $rc; stderr: $err"
 token=$(head -1 <<<"$out")
 capture "${SEM[@]}" "$SEM_PATH" 2 try 500

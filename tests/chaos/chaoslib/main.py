@@ -18,7 +18,7 @@ from .cell import DLOCK, LONG_SECTIONS, ROOT, Cell, any_failures
 from .procs import Reaper, log
 
 SCENARIOS = scenarios.REGISTRY
-DEFAULT_DURATION = 8.0
+DEFAULT_DURATION = 6.0
 DEFAULT_LONG_DURATION = 60.0
 
 

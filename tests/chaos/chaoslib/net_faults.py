@@ -13,8 +13,10 @@ A partition is a black hole (every packet dropped, no RST, no ICMP), in
 both directions or only one: requests lost (to-server), or answers lost
 (to-client: the server applies a renewal the client never hears of)."""
 
+import concurrent.futures
 import os
 import random
+import re
 import sys
 import time
 
@@ -49,18 +51,20 @@ class NetFault(Scenario):
                         CHAOS_JOB_PREFIX="nsenter --net=/proc/%d/ns/net --" % os.getpid())
         if self.direct:
             cell.server.allow_clients("10.254.0.0/16")
-        cell.netns = []
-        for _ in range(cell.client_count()):
-            ns = Netns()
-            cell.netns.append(ns)
+        cell.netns = [Netns() for _ in range(cell.client_count())]
+
+        def build(ns):
             ns.setup()
             if self.direct:
                 ns.route_loopback()
+        # a few at a time: each is a score of ip(8) runs
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(build, cell.netns))
         cell.net_faults = []
 
     def teardown(self, cell):
-        for ns in getattr(cell, "netns", []):
-            ns.close()
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda ns: ns.close(), getattr(cell, "netns", [])))
 
     def client(self, cell, cid):
         ns = cell.netns[cid]
@@ -186,7 +190,7 @@ class Delay(NetFault):
     # 2 s lease and inside Redlock's per-node answer time (max(T/20, 200ms));
     # a node slower than that is, by design, a node that did not answer
     DELAY_MS = (10, 80)
-    DELAY_S = 4.0
+    DELAY_S = 3.0
 
     def inject(self, cell):
         h = self.holder(cell)
@@ -205,8 +209,19 @@ class Delay(NetFault):
         return random.uniform(*self.gap_s)
 
     def expected_exit(self, cell, section, rc, t_wall):
-        # a slower network must cost no lock and no acquisition
-        return rc in (0, 75, 65)
+        # a slower network must cost no lock and no acquisition. Only a
+        # client's very first acquisition, ended before any delay, may be
+        # 69: fifteen dlocks, their shells and namespaces start at once on
+        # two cores with the forwarders, and a first Redlock attempt that
+        # no node answers within its 200 ms is 69 by design (CI, twice, at
+        # a cell's start, never during or after a delay)
+        if rc in (0, 75, 65):
+            return True
+        first = min((f["start"] for f in cell.net_faults), default=None)
+        if rc == 69 and re.match(r"^c\d+g1-1$", section) and (first is None or t_wall < first):
+            cell.notes.append("%s: a first acquisition at the cell's start exited 69, before any delay" % section)
+            return True
+        return False
 
     def result(self, cell):
         return {}

@@ -38,7 +38,7 @@ import threading
 import time
 
 from .procs import alive, children, environ, job_children, stat_fields
-from .scenarios import MIN_FAULTS, TTL_S, Scenario, register
+from .scenarios import FAULT_OVERTIME_S, MIN_FAULTS, TTL_S, Scenario, register
 
 JUMP_S = 30
 # dlock's Redlock lease: validity ttl - (ttl/100 + 2ms), renewed every third
@@ -291,11 +291,19 @@ class RedlockFault(Scenario):
             return None, None
         return pid, environ(pid).get("CHAOS_SECTION")
 
+    def stop_at(self):
+        """When faults stop (None: never): the cell's length, or, while its
+        faults are not yet enough, as long as the cell then runs on."""
+        if self.t_stop is None or self.faults_enough(self.cell):
+            return self.t_stop
+        return self.t_stop + FAULT_OVERTIME_S
+
     def miss(self, why):
         self.misses[why] = self.misses.get(why, 0) + 1
 
     def inject(self, cell):
-        if self.t_stop is not None and time.monotonic() > self.t_stop - 1.0:
+        stop = self.stop_at()
+        if stop is not None and time.monotonic() > stop - 1.0:
             return 3600.0
         try:
             if self.key is None:   # {NAMESPACE:NAME}:lock
@@ -360,14 +368,20 @@ class RedlockFault(Scenario):
                    partner_pttl_ms=self.pttl(p) if self.tok(p) == h else None)
         self.expect76.add(plan["section"])
         cell.faults.append(rec)
-        # wake the waiters (what a release sends) until one holds A and the
-        # free node: two holders at once
-        chan = self.key[:-len(":lock")] + ":released"
+        # wake the waiters (what a release sends: a turn to each member of
+        # the node's queue, on its own channel; "released" on the channel
+        # older dlocks listen on) until one holds A and the free node: two
+        # holders at once
+        tag = self.key[:-len(":lock")]
         end = max(te + 0.2, time.monotonic() + 0.3)
         while time.monotonic() < end:
             for n in (p, self.a):
                 try:
-                    self.r[n]("PUBLISH", chan, "released")
+                    self.r[n]("PUBLISH", tag + ":released", "released")
+                    queue = self.r[n]("ZRANGE", tag + ":queue", 0, -1)
+                    # an error reply comes back as a value, not a list
+                    for m in queue if isinstance(queue, list) else ():
+                        self.r[n]("PUBLISH", "%s:queue:%s" % (tag, str(m).split(":", 1)[-1]), "turn")
                 except OSError:
                     pass
             time.sleep(0.01)
@@ -392,7 +406,8 @@ class RedlockFault(Scenario):
             time.sleep(0.01)
         self.relay[x].cut()
         t_cut = time.monotonic()
-        deadline = min(t_cut + PARTITION_MAX_S, self.t_stop - 0.5 if self.t_stop else 1e12)
+        stop = self.stop_at()
+        deadline = min(t_cut + PARTITION_MAX_S, stop - 0.5 if stop else 1e12)
         rejected, plan, checked = set(), None, False
         try:
             while plan is None and time.monotonic() < deadline:
@@ -440,9 +455,10 @@ class RedlockFault(Scenario):
         tf = max(now, end - period + 0.02)
         # late in a short cell with fewer than 2 faults: any write after tf
         # (W may then read only after it: a hit without an overlap)
-        lead = 0.0 if self.t_stop and self.t_stop - now < 4 and len(self.cell.faults) < 2 \
+        stop = self.stop_at()
+        lead = 0.0 if stop and stop - now < 4 and len(self.cell.faults) < 2 \
             else READ_LEAD_S + self.fault_s
-        if te - tf < lead or end - te < MARGIN_S or (self.t_stop is not None and tf > self.t_stop + 0.5):
+        if te - tf < lead or end - te < MARGIN_S or (stop is not None and tf > stop + 0.5):
             rejected.add(h)
             return None
         tf = max(tf, free_at)

@@ -95,3 +95,16 @@ postgres_server_pids() {
 postgres_server_kill() { run_server_script "stop the PostgreSQL server" "$DLOCK_TEST_PG_STOP" --immediate; }
 postgres_server_start() { run_server_script "start the PostgreSQL server" "$DLOCK_TEST_PG_START"; }
 postgres_server_restart() { run_server_script "restart the PostgreSQL server" "$DLOCK_TEST_PG_RESTART"; }
+
+# The queue of a semaphore's waiters (checks/semaphore_queue.sh): the first
+# waiter holds the key of 'NS NAME queue' and LISTENs, the others wait for
+# that key server-side; nobody waits on a slot's key (a waiter that did
+# would count among those that look at the slots).
+postgres_sem_waiting() {
+  local k queue front
+  queue=$(pg_key "$1 queue")
+  front=$([ -n "$(pg_holder_pid "$queue")" ] && echo 1 || echo 0)
+  for ((k = 0; k < $2; k++)); do front=$((front + $(pg_waiting "$(pg_key "$1 $k")"))); done
+  echo "$front $(pg_waiting "$queue")"
+}
+postgres_sem_slot_waited() { [ "$(pg_waiting "$(pg_key "$1 $2")")" != 0 ]; }

@@ -43,3 +43,13 @@ redis_server_kill() { kill_pid "$(redis_server_pids)" "the Redis server"; }
 # with-redis's restart script kills what still runs, then starts anew.
 redis_server_start() { run_server_script "start the Redis server" "$DLOCK_TEST_REDIS_RESTART"; }
 redis_server_restart() { run_server_script "restart the Redis server" "$DLOCK_TEST_REDIS_RESTART"; }
+
+# The waiters' queue's cost (checks/waiter_queue.sh): every command the
+# server ran since the reset but INFO and CONFIG.
+redis_queue_reset_stats() { "$RCLI" CONFIG RESETSTAT >/dev/null; }
+redis_queue_commands() { "$RCLI" INFO commandstats | _redis_count_commands; }
+_redis_count_commands() {
+  tr -d '\r' | awk -F'[:=,]' '
+    /^cmdstat_/ { name = $1; sub("cmdstat_", "", name); if (name != "info" && name !~ /^config/) total += $3 }
+    END { printf "%d\n", total }'
+}

@@ -31,3 +31,23 @@ redlock_server_restart() {
   local restart=DLOCK_TEST_NODE_RESTART_${1:-1}
   run_server_script "restart node ${1:-1}" "${!restart}"
 }
+
+# The waiters' queue's cost (checks/waiter_queue.sh), summed over the nodes.
+redlock_queue_reset_stats() {
+  local i
+  for ((i = 1; i <= NODES; i++)); do node_cli "$i" CONFIG RESETSTAT >/dev/null; done
+}
+redlock_queue_commands() {
+  local i total=0 one
+  for ((i = 1; i <= NODES; i++)); do
+    one=$(node_cli "$i" INFO commandstats | _redis_count_commands)
+    total=$((total + one))
+  done
+  echo "$total"
+}
+# node_cli I ARGS...: redis-cli on node I.
+node_cli() {
+  local var=DLOCK_TEST_NODE_CLI_$1
+  shift
+  "${!var}" "$@"
+}
