@@ -184,7 +184,8 @@ public:
   // `unknown`, and the caller's deadline applies. Works on a lease rebuilt
   // from (name, token) in another process for backends that are not
   // session bound. `answer_by`, when set, is when an answer stops being
-  // useful (the caller's kill deadline): a round trip still unanswered
+  // useful (the run's SIGTERM deadline: a stop, once begun, is never called
+  // off): a round trip still unanswered
   // then ends as `unknown` (or throws) instead of holding the caller up
   // for the whole connect timeout.
   virtual RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) = 0;

@@ -6,10 +6,10 @@
 #include "runner/keeper.hpp"
 #include "runner/runner.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <nlohmann/json.hpp>
 
-#include <iostream>
+#include "cli/streams.hpp"
 #include <unistd.h>
 
 namespace dlock::cli {

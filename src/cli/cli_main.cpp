@@ -4,18 +4,20 @@
 #include "cli/context.hpp"
 #include "cli/doctor.hpp"
 #include "cli/help.hpp"
+#include "cli/run.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/url.hpp"
 #include "runner/guard.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 
+#include "cli/streams.hpp"
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <iostream>
+#include <optional>
 #include <string_view>
 #include <unistd.h>
 
@@ -135,14 +137,19 @@ int cli_main(int argc, char **argv) {
   context.argv = argv;
   std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
   bool show_version = false;
-  std::unique_ptr<CLI::App> app = cli::make_app(context, show_version, args);
+  std::unique_ptr<CLI::App> app; // built only if the quick parser of run leaves the command line to it
+  // The standard streams (cli/streams.hpp), for every command but a run
+  // that the quick parser took: run writes nothing through them.
+  std::optional<std::ios_base::Init> standard_streams;
   try {
     try {
-      // dlock decides which words are COMMAND's (and reports unknown
-      // options and commands by name) before CLI11 sees the rest.
-      cli::CommandLine line = cli::split_command_line(*app, args);
-      std::reverse(line.words.begin(), line.words.end()); // CLI11 takes them last first
-      app->parse(line.words);
+      if (!cli::parse_run_quickly(args, context)) {
+        standard_streams.emplace();
+        app = cli::make_app(context, show_version, args);
+        // dlock decides which words are COMMAND's (and reports unknown
+        // options and commands by name) before CLI11 sees the rest.
+        cli::parse_command_line(*app, args, context);
+      }
       for (int i = 1; i < argc; ++i)
         mask_url_password(argv[i]);
     } catch (const CLI::CallForHelp &) {

@@ -2,10 +2,11 @@
 
 #include "cli/context.hpp"
 #include "cli/help.hpp"
+#include "cli/run.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,13 +14,6 @@
 namespace dlock::cli {
 
 namespace {
-
-// The positional that makes a subcommand take COMMAND [ARG...] (run's).
-constexpr std::string_view k_command_positional = "command";
-
-bool is_command_positional(const CLI::Option &option) {
-  return option.get_positional() && option.get_name(true, false) == k_command_positional;
-}
 
 // CLI11 flags take no value ("expected" 0 times), options one each time.
 bool takes_value(const CLI::Option &option) { return option.get_expected_max() > 0; }
@@ -225,6 +219,13 @@ CommandLine split_command_line(const CLI::App &app, const std::vector<std::strin
     line.words.insert(line.words.end(), line.command.begin(), line.command.end());
   }
   return line;
+}
+
+void parse_command_line(CLI::App &app, const std::vector<std::string> &args, Context &context) {
+  CommandLine line = split_command_line(app, args);
+  std::reverse(line.words.begin(), line.words.end()); // CLI11 takes them last first
+  app.parse(line.words);
+  if (context.run_arguments) context.run_arguments->command = std::move(line.command);
 }
 
 std::string nearest_name(std::string_view word, const std::vector<std::string> &candidates) {

@@ -38,6 +38,15 @@ struct CommandLine {
 // lacks its value, a missing NAME, an argument too many.
 CommandLine split_command_line(const CLI::App &app, const std::vector<std::string> &args);
 
+struct Context;
+
+// Parses `args` (argv without argv[0]) into `app`: split_command_line(),
+// then CLI11 on the words. COMMAND [ARG...] of run is then set to the
+// words as given: CLI11 would turn a word like "[1]" into "1". Throws as
+// they do (UsageError, CLI::ParseError, CLI::CallForHelp,
+// CLI::CallForAllHelp).
+void parse_command_line(CLI::App &app, const std::vector<std::string> &args, Context &context);
+
 // The nearest of `candidates` to `word` by edit distance (a transposition
 // counts as one edit), or "" if none is close enough to be a likely typo.
 std::string nearest_name(std::string_view word, const std::vector<std::string> &candidates);

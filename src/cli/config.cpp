@@ -1,11 +1,11 @@
 #include "cli/context.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/streams.hpp"
 #include <algorithm>
-#include <iostream>
 
 namespace dlock::cli {
 

@@ -1,4 +1,5 @@
 #include "cli/context.hpp"
+#include "cli/option_table.hpp"
 
 #include "backend/registry.hpp"
 #include "core/duration.hpp"
@@ -7,14 +8,14 @@
 #include "core/url.hpp"
 #include "runner/keeper.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 
+#include "cli/streams.hpp"
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 
 namespace dlock::cli {
 
@@ -56,36 +57,81 @@ std::string resolve_token(Context &context, const std::optional<std::string> &ar
   return token;
 }
 
+namespace {
+
+constexpr OptionRow<GlobalOptions> k_global_options[] = {
+    {.names = "-b,--backend",
+     .type_name = "URL",
+     .description = "Where locks live: file:, file:///DIR, redis://..., redlock://..., zk://..., etcd://..., "
+                    "postgres://... [env DLOCK_BACKEND]",
+     .value = &GlobalOptions::backend},
+    {.names = "--namespace",
+     .type_name = "NS",
+     .description = "Isolates applications sharing one backend [env DLOCK_NAMESPACE, default dlock]",
+     .value = &GlobalOptions::lock_namespace},
+    {.names = "--config",
+     .type_name = "FILE",
+     .description = "Config file [env DLOCK_CONFIG, default ~/.config/dlock/config, then /etc/dlock/config]",
+     .value = &GlobalOptions::config},
+    {.names = "--password-file",
+     .type_name = "FILE",
+     .description = "Read the backend password from FILE [env DLOCK_PASSWORD]",
+     .value = &GlobalOptions::password_file},
+    {.names = "--connect-timeout",
+     .type_name = "D",
+     .description = "Bound on connecting and on every round trip [default 2s]",
+     .value = &GlobalOptions::connect_timeout},
+    {.names = "-q,--quiet",
+     .type_name = nullptr,
+     .description = "No message when the lock is busy",
+     .flag = &GlobalOptions::quiet},
+    {.names = "-v,--verbose",
+     .type_name = nullptr,
+     .description = "Timings and renewals; repeat for more",
+     .count = &GlobalOptions::verbose},
+};
+
+constexpr OptionRow<HoldOptions> k_hold_options[] = {
+    {.names = "--limit",
+     .type_name = "N",
+     .description = "A semaphore: at most N holders of NAME at once, each with a slot",
+     .value = &HoldOptions::limit},
+    {.names = "-s,--shared",
+     .type_name = nullptr,
+     .description = "A shared (read) lock: readers together, never with a writer",
+     .flag = &HoldOptions::shared},
+    {.names = "-x,--exclusive",
+     .type_name = nullptr,
+     .description = "An exclusive (write) lock, the default",
+     .flag = &HoldOptions::exclusive},
+};
+
+} // namespace
+
+std::span<const OptionRow<GlobalOptions>> global_option_rows() { return k_global_options; }
+
+std::span<const OptionRow<HoldOptions>> hold_option_rows() { return k_hold_options; }
+
 void setup_global(CLI::App &app, Context &context) {
-  GlobalOptions &g = context.global;
-  app.add_option("-b,--backend", g.backend,
-                 "Where locks live: file:, file:///DIR, redis://..., redlock://..., zk://..., etcd://..., "
-                 "postgres://... [env DLOCK_BACKEND]")
-      ->type_name("URL");
-  app.add_option("--namespace", g.lock_namespace,
-                 "Isolates applications sharing one backend [env DLOCK_NAMESPACE, default dlock]")
-      ->type_name("NS");
-  app.add_option("--config", g.config,
-                 "Config file [env DLOCK_CONFIG, default ~/.config/dlock/config, then /etc/dlock/config]")
-      ->type_name("FILE");
-  app.add_option("--password-file", g.password_file, "Read the backend password from FILE [env DLOCK_PASSWORD]")
-      ->type_name("FILE");
-  app.add_option("--connect-timeout", g.connect_timeout, "Bound on connecting and on every round trip [default 2s]")
-      ->type_name("D");
+  add_option_rows(app, global_option_rows(), context.global);
   // A global option given twice takes the last value, so a wrapper or alias
   // that passes a default can be overridden.
   for (CLI::Option *option : app.get_options())
     if (option->get_type_size() == 1 && option->get_expected_min() == 1)
       option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_flag("-q,--quiet", g.quiet, "No message when the lock is busy");
-  app.add_flag("-v,--verbose", g.verbose, "Timings and renewals; repeat for more");
 }
 
 void add_hold_options(CLI::App &command, HoldOptions &options) {
-  command.add_option("--limit", options.limit, "A semaphore: at most N holders of NAME at once, each with a slot")
-      ->type_name("N");
-  command.add_flag("-s,--shared", options.shared, "A shared (read) lock: readers together, never with a writer");
-  command.add_flag("-x,--exclusive", options.exclusive, "An exclusive (write) lock, the default");
+  add_option_rows(command, hold_option_rows(), options);
+}
+
+bool names_match(std::string_view names, std::string_view spelling) {
+  while (!names.empty()) {
+    std::size_t comma = names.find(',');
+    if (names.substr(0, comma) == spelling) return true;
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+  }
+  return false;
 }
 
 } // namespace dlock::cli

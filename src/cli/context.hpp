@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,9 @@ class App;
 }
 
 namespace dlock::cli {
+
+template <typename Target> struct OptionRow; // cli/option_table.hpp
+struct RunArguments;                         // cli/run.hpp
 
 // Global options as given on the command line (before or after the
 // subcommand); resolved against environment and config file by settings().
@@ -26,7 +30,11 @@ struct GlobalOptions {
   std::optional<std::string> connect_timeout;
   int verbose = 0;
   bool quiet = false;
+
+  bool operator==(const GlobalOptions &) const = default;
 };
+// Their definitions, from which setup_global() builds them.
+std::span<const OptionRow<GlobalOptions>> global_option_rows();
 
 // A setting's value as shown and where it came from: "flag --backend",
 // "environment DLOCK_BACKEND", "FILE:LINE" or "default".
@@ -56,7 +64,8 @@ struct Settings {
 
 struct Context {
   GlobalOptions global;
-  std::function<int()> action; // set by the subcommand that was given
+  std::function<int()> action;                 // set by the subcommand that was given
+  std::shared_ptr<RunArguments> run_arguments; // run's, when run was given
   int argc = 0;
   char **argv = nullptr;
 
@@ -80,7 +89,10 @@ struct HoldOptions {
   std::optional<std::string> limit;
   bool shared = false;
   bool exclusive = false;
+
+  bool operator==(const HoldOptions &) const = default;
 };
+std::span<const OptionRow<HoldOptions>> hold_option_rows();
 void add_hold_options(CLI::App &command, HoldOptions &options);
 void apply_hold_options(const HoldOptions &options, backend::LockRequest &request);
 

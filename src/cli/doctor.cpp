@@ -5,12 +5,12 @@
 #include "cli/format.hpp"
 #include "core/error.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/streams.hpp"
 #include <algorithm>
-#include <iostream>
 
 namespace dlock::cli {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/streams.hpp"
 #include <algorithm>
-#include <iostream>
 
 namespace dlock::cli {
 

@@ -1,6 +1,6 @@
 #include "cli/help.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 
 #include <sstream>
@@ -19,10 +19,6 @@ constexpr OtherUsage k_other_usages[] = {
     {"run", "[OPTIONS] NAME -c 'SHELL COMMAND'"},
     {"release", "[OPTIONS] NAME --force"},
 };
-
-bool is_command_positional(const CLI::Option &option) {
-  return option.get_positional() && option.get_name(true, false) == "command";
-}
 
 std::string positional_usage(const CLI::Option &option) {
   if (is_command_positional(option)) return "[--] COMMAND [ARG...]";
@@ -63,6 +59,10 @@ public:
 };
 
 } // namespace
+
+bool is_command_positional(const CLI::Option &option) {
+  return option.get_positional() && option.get_name(true, false) == "command";
+}
 
 std::string usage_text(const CLI::App &app) {
   if (!app.get_parent()) return "dlock [OPTIONS] SUBCOMMAND [ARG...]";

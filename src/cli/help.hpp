@@ -6,9 +6,14 @@
 namespace CLI {
 class App;
 class Formatter;
+class Option;
 } // namespace CLI
 
 namespace dlock::cli {
+
+// The positional named "command" makes a subcommand take COMMAND [ARG...]
+// (run's): split_command_line() hands it every word from COMMAND on.
+bool is_command_positional(const CLI::Option &option);
 
 // The usage of a subcommand as its words are parsed, e.g.
 // "dlock run [OPTIONS] NAME [--] COMMAND [ARG...]", derived from its

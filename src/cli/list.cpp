@@ -2,9 +2,9 @@
 #include "cli/format.hpp"
 #include "core/name.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 
-#include <iostream>
+#include "cli/streams.hpp"
 
 namespace dlock::cli {
 

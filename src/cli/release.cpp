@@ -6,9 +6,9 @@
 #include "runner/keeper.hpp"
 #include "runner/runner.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 
-#include <iostream>
+#include "cli/streams.hpp"
 
 namespace dlock::cli {
 

@@ -5,10 +5,10 @@
 #include "core/name.hpp"
 #include "runner/keeper.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <nlohmann/json.hpp>
 
-#include <iostream>
+#include "cli/streams.hpp"
 
 namespace dlock::cli {
 

@@ -1,35 +1,19 @@
-#include "cli/context.hpp"
+#include "cli/run.hpp"
+
+#include "cli/option_table.hpp"
 #include "core/error.hpp"
 #include "core/name.hpp"
 #include "runner/event_log.hpp"
 #include "runner/metrics_file.hpp"
 #include "runner/runner.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 #include <unistd.h>
 
 namespace dlock::cli {
 
 namespace {
-
-struct RunArguments {
-  std::string name;
-  std::vector<std::string> command;
-  std::optional<std::string> shell_command;
-  std::optional<std::string> ttl;
-  std::optional<std::string> wait;
-  std::optional<std::string> kill_after;
-  std::optional<std::string> lost_kill_after;
-  std::optional<std::string> max_runtime;
-  std::optional<std::string> conflict_exit_code;
-  std::optional<std::string> lost_exit_code;
-  std::optional<std::string> min_hold;
-  std::optional<std::string> if_unavailable;
-  std::optional<std::string> log;
-  std::optional<std::string> metrics_file;
-  HoldOptions hold;
-};
 
 int run_run(const RunArguments &args, Context &context) {
   validate_name(args.name);
@@ -94,7 +78,68 @@ int run_run(const RunArguments &args, Context &context) {
   return runner::run_locked(*backend, options);
 }
 
+constexpr OptionRow<RunArguments> k_run_options[] = {
+    {.names = "-c",
+     .type_name = "'SHELL COMMAND'",
+     .description = "Run SHELL COMMAND via /bin/sh -c",
+     .value = &RunArguments::shell_command},
+    {.names = "-t,--ttl",
+     .type_name = "D",
+     .description = "Lease length; renewed every ttl/3 [default 30s]",
+     .value = &RunArguments::ttl},
+    {.names = "-w,--wait",
+     .type_name = "D",
+     .description = "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]",
+     .value = &RunArguments::wait},
+    {.names = "--kill-after",
+     .type_name = "D",
+     .description = "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]",
+     .value = &RunArguments::kill_after},
+    {.names = "--lost-kill-after",
+     .type_name = "D",
+     .description = "Grace between SIGTERM and SIGKILL after a confirmed lock loss, at most --kill-after [default 1s]",
+     .value = &RunArguments::lost_kill_after},
+    {.names = "--max-runtime",
+     .type_name = "D",
+     .description = "Stop the job after D and exit 124",
+     .value = &RunArguments::max_runtime},
+    {.names = "-E,--conflict-exit-code",
+     .type_name = "N",
+     .description = "Exit status when the lock is busy [default 75]",
+     .value = &RunArguments::conflict_exit_code},
+    {.names = "--lost-exit-code",
+     .type_name = "N",
+     .description = "Exit status when the lock is lost [default 76]",
+     .value = &RunArguments::lost_exit_code},
+    {.names = "--min-hold",
+     .type_name = "D",
+     .description = "Keep the lock at least D after taking it, however soon the job ends (cron on hosts whose clocks "
+                    "differ)",
+     .value = &RunArguments::min_hold},
+    {.names = "--if-unavailable",
+     .type_name = "fail|run|skip",
+     .description = "When the backend cannot be reached: fail (exit 69), run the job WITHOUT the lock, or skip it "
+                    "(exit as busy) [default fail]",
+     .value = &RunArguments::if_unavailable},
+    {.names = "--log",
+     .type_name = "TARGET",
+     .description = "Record each event (acquired, busy, lost, released, ...) to stderr, syslog, "
+                    "journal or a FILE (JSON lines)",
+     .value = &RunArguments::log},
+    {.names = "--metrics-file",
+     .type_name = "FILE",
+     .description = "Keep per-lock figures in FILE, Prometheus text format (node_exporter's textfile collector)",
+     .value = &RunArguments::metrics_file},
+};
+
 } // namespace
+
+std::span<const OptionRow<RunArguments>> run_option_rows() { return k_run_options; }
+
+void use_run_arguments(Context &context, std::shared_ptr<RunArguments> arguments) {
+  context.run_arguments = std::move(arguments);
+  context.action = [&context] { return run_run(*context.run_arguments, context); };
+}
 
 void setup_run(CLI::App &run, Context &context) {
   auto args = std::make_shared<RunArguments>();
@@ -104,42 +149,13 @@ void setup_run(CLI::App &run, Context &context) {
   run.add_option("command", args->command,
                  "The job: the first word after NAME that is not one of the options below starts it")
       ->type_name("COMMAND");
-  run.add_option("-c", args->shell_command, "Run SHELL COMMAND via /bin/sh -c")->type_name("'SHELL COMMAND'");
-  run.add_option("-t,--ttl", args->ttl, "Lease length; renewed every ttl/3 [default 30s]")->type_name("D");
-  run.add_option("-w,--wait", args->wait, "How long to wait for the lock: 0 = one attempt, or 'forever' [default 0]")
-      ->type_name("D");
-  run.add_option("--kill-after", args->kill_after,
-                 "Grace between SIGTERM and SIGKILL when stopping the job [default 5s]")
-      ->type_name("D");
-  run.add_option("--lost-kill-after", args->lost_kill_after,
-                 "Grace between SIGTERM and SIGKILL after a confirmed lock loss, at most --kill-after [default 1s]")
-      ->type_name("D");
-  run.add_option("--max-runtime", args->max_runtime, "Stop the job after D and exit 124")->type_name("D");
-  run.add_option("-E,--conflict-exit-code", args->conflict_exit_code, "Exit status when the lock is busy [default 75]")
-      ->type_name("N");
-  run.add_option("--lost-exit-code", args->lost_exit_code, "Exit status when the lock is lost [default 76]")
-      ->type_name("N");
-  run.add_option("--min-hold", args->min_hold,
-                 "Keep the lock at least D after taking it, however soon the job ends (cron on hosts whose clocks "
-                 "differ)")
-      ->type_name("D");
-  run.add_option("--if-unavailable", args->if_unavailable,
-                 "When the backend cannot be reached: fail (exit 69), run the job WITHOUT the lock, or skip it "
-                 "(exit as busy) [default fail]")
-      ->type_name("fail|run|skip");
-  run.add_option("--log", args->log,
-                 "Record each event (acquired, busy, lost, released, ...) to stderr, syslog, "
-                 "journal or a FILE (JSON lines)")
-      ->type_name("TARGET");
-  run.add_option("--metrics-file", args->metrics_file,
-                 "Keep per-lock figures in FILE, Prometheus text format (node_exporter's textfile collector)")
-      ->type_name("FILE");
+  add_option_rows(run, run_option_rows(), *args);
   add_hold_options(run, args->hold);
   run.footer("After NAME, the first word that is not an option of run (or a global option) starts COMMAND,\n"
              "and every word after it is COMMAND's, as with flock(1), env(1), timeout(1) and sudo(8):\n"
              "'dlock run x echo -v hi' prints '-v hi'. '--' before COMMAND is allowed, never needed;\n"
              "a COMMAND whose first word starts with a dash needs it.");
-  run.callback([args, &context] { context.action = [args, &context] { return run_run(*args, context); }; });
+  run.callback([args, &context] { use_run_arguments(context, args); });
 }
 
 } // namespace dlock::cli

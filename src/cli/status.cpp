@@ -3,9 +3,9 @@
 #include "core/error.hpp"
 #include "core/name.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 
-#include <iostream>
+#include "cli/streams.hpp"
 
 namespace dlock::cli {
 

@@ -1,10 +1,10 @@
 #include "backend/registry.hpp"
 #include "cli/context.hpp"
 
-#include <CLI/CLI.hpp>
+#include "cli/cli11.hpp"
 #include <fmt/format.h>
 
-#include <iostream>
+#include "cli/streams.hpp"
 
 namespace dlock::cli {
 

@@ -47,6 +47,15 @@ std::string command_line_of(pid_t pid, std::size_t max_bytes) {
   return raw;
 }
 
+std::string command_or_name_of(pid_t pid, std::size_t max_bytes) {
+  std::string command = command_line_of(pid, max_bytes);
+  if (!command.empty()) return command;
+  std::ifstream in(fmt::format("/proc/{}/comm", pid));
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
 std::string join_command(const std::vector<std::string> &argv, std::size_t max_bytes) {
   std::string out;
   for (const auto &arg : argv) {

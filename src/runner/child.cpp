@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -16,11 +17,13 @@
 #include <memory>
 #include <pthread.h>
 #include <sched.h>
+#include <string_view>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+#include <utility>
 
 extern char **environ;
 
@@ -44,26 +47,40 @@ std::vector<std::string> candidate_paths(const std::string &program) {
   return candidates;
 }
 
-std::vector<std::string> child_environment(const ChildSpec &spec) {
-  std::map<std::string, std::string> values;
-  std::vector<std::string> order;
-  for (char **entry = environ; entry && *entry; ++entry) {
-    std::string item(*entry);
-    std::string key = item.substr(0, item.find('='));
-    if (!values.count(key)) order.push_back(key);
-    values[key] = item;
+std::string_view variable_name(const char *entry) {
+  std::string_view item(entry);
+  return item.substr(0, item.find('='));
+}
+
+// The child's environment for execve: each name once, where it first
+// appears in ours, with its last value; spec.environment's entries replace
+// or extend it and spec.unset's names are taken out. The entries point
+// into environ and into spec (execve copies them, writing none), so no
+// variable is copied.
+std::vector<char *> child_environment(const ChildSpec &spec) {
+  std::vector<char *> entries;
+  for (char **entry = environ; entry && *entry; ++entry)
+    entries.push_back(*entry);
+  for (const std::string &item : spec.environment)
+    entries.push_back(const_cast<char *>(item.c_str()));
+  // (name, position), sorted: each name's entries together, in order.
+  std::vector<std::pair<std::string_view, std::size_t>> by_name;
+  by_name.reserve(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    by_name.emplace_back(variable_name(entries[i]), i);
+  std::sort(by_name.begin(), by_name.end());
+  for (std::size_t first = 0, last = 0; first < by_name.size(); first = last) {
+    std::string_view name = by_name[first].first;
+    for (last = first + 1; last < by_name.size() && by_name[last].first == name;)
+      ++last;
+    bool unset = std::find(spec.unset.begin(), spec.unset.end(), name) != spec.unset.end();
+    entries[by_name[first].second] = unset ? nullptr : entries[by_name[last - 1].second];
+    for (std::size_t i = first + 1; i < last; ++i)
+      entries[by_name[i].second] = nullptr;
   }
-  for (const auto &item : spec.environment) {
-    std::string key = item.substr(0, item.find('='));
-    if (!values.count(key)) order.push_back(key);
-    values[key] = item;
-  }
-  for (const auto &key : spec.unset)
-    values.erase(key);
-  std::vector<std::string> out;
-  for (const auto &key : order)
-    if (auto found = values.find(key); found != values.end()) out.push_back(found->second);
-  return out;
+  entries.erase(std::remove(entries.begin(), entries.end(), nullptr), entries.end());
+  entries.push_back(nullptr);
+  return entries;
 }
 
 std::vector<char *> pointers(std::vector<std::string> &strings) {
@@ -169,9 +186,8 @@ pid_t clone_process(CloneKind kind, int (*entry)(void *), void *arg) {
 SpawnedChild spawn_child(const ChildSpec &spec) {
   if (spec.argv.empty()) throw UsageError("no command given");
   std::vector<std::string> argv_strings = spec.argv;
-  std::vector<std::string> env_strings = child_environment(spec);
   std::vector<char *> argv = pointers(argv_strings);
-  std::vector<char *> envp = pointers(env_strings);
+  std::vector<char *> envp = child_environment(spec);
 
   int error_pipe[2];
   if (pipe2(error_pipe, O_CLOEXEC) != 0) throw resource_error("cannot create a pipe", errno);

@@ -24,9 +24,10 @@ backend::RenewResult renew_or_unknown(backend::Backend &backend, const backend::
   }
 }
 
-Heartbeat::Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd)
-    : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_wake_fd(wake_fd),
-      m_stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+Heartbeat::Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, Millis kill_after,
+                     int wake_fd)
+    : m_backend(backend), m_lease(std::move(lease)), m_requested_ttl(requested_ttl), m_kill_after(kill_after),
+      m_wake_fd(wake_fd), m_stop_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   m_state.confirmed_at = m_lease.confirmed_at;
   m_state.ttl = m_lease.ttl;
 }
@@ -114,16 +115,26 @@ void Heartbeat::loop() {
     // Past the kill deadline the lease may already be someone else's (we
     // were paused or starved): a renewal now must not revive it, or a job
     // that was frozen past its lease would carry on as if nothing happened.
-    auto kill_at = compute_deadlines(m_state.confirmed_at, m_state.ttl, Millis(0)).kill_at;
-    if (SteadyClock::now() >= kill_at) {
+    Deadlines deadlines = compute_deadlines(m_state.confirmed_at, m_state.ttl, m_kill_after);
+    auto now = SteadyClock::now();
+    if (now >= deadlines.kill_at) {
       m_state.lost = true;
       m_state.reason = k_unscheduled_reason;
       notify_owner();
       return;
     }
+    // From the lease's SIGTERM deadline on, the owner is stopping the job,
+    // and a stop is never called off (timeline.hpp): an answer would come
+    // too late to matter, and a round trip still waiting for one would
+    // hold up dlock's exit once the job has ended. So no renewal is sent
+    // then, and none waits for its answer past that deadline.
+    if (now >= deadlines.term_at) {
+      next = deadlines.kill_at;
+      continue;
+    }
     m_renewing = true;
     lock.unlock();
-    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_requested_ttl, kill_at);
+    backend::RenewResult result = renew_or_unknown(m_backend, m_lease, m_requested_ttl, deadlines.term_at);
     lock.lock();
     m_renewing = false;
     m_idle.notify_all();

@@ -32,8 +32,10 @@ public:
   };
 
   // `wake_fd` (an eventfd, or -1) is incremented after every renewal attempt so that a
-  // poll() loop re-reads the state.
-  Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, int wake_fd);
+  // poll() loop re-reads the state. `kill_after` is --kill-after, as the
+  // owner's stop policy gets it: no renewal outlasts the lease's SIGTERM
+  // deadline.
+  Heartbeat(backend::Backend &backend, backend::Lease lease, Millis requested_ttl, Millis kill_after, int wake_fd);
   ~Heartbeat();
   Heartbeat(const Heartbeat &) = delete;
   Heartbeat &operator=(const Heartbeat &) = delete;
@@ -59,6 +61,7 @@ private:
   backend::Backend &m_backend;
   backend::Lease m_lease;
   Millis m_requested_ttl;
+  Millis m_kill_after;
   int m_wake_fd;
   mutable std::mutex m_mutex;
   std::condition_variable m_wake;

@@ -90,7 +90,7 @@ public:
       record({EventKind::acquired, lease.name, m_started_wall, lease.fence, m_waited, {}, {}, {}, {}, {}, {}});
     Signals::clear_stop();
 
-    Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, wake.get());
+    Heartbeat heartbeat(m_backend, lease, m_options.request.ttl, m_options.kill_after, wake.get());
     supervise(heartbeat, wake.get());
     // Every descendant is reaped: the guard must not kill a process group
     // whose number could be reused from now on.
@@ -220,7 +220,7 @@ private:
         ++others;
         continue;
       }
-      std::string command = command_line_of(process.pid, 60);
+      std::string command = command_or_name_of(process.pid, 60);
       shown.push_back(command.empty() ? fmt::format("pid {}", process.pid)
                                       : fmt::format("pid {} ({})", process.pid, command));
     }

@@ -36,6 +36,10 @@ runs "run x printf '%s\n' --help" "--help" "${DL[@]}" run x printf '%s\n' --help
 capture "${DL[@]}" run x echo --help # GNU echo's own help, not dlock's
 [ "$rc" = 0 ] || fail "run x echo --help: exit $rc; stderr: $err"
 case $out in *dlock* | *NAME* | *"Lock name"*) fail "run x echo --help printed dlock's help: $out" ;; esac
+# Words of COMMAND reach it as given, also past CLI11 (--quiet=true is
+# left to it): it would read "[1]" as a list.
+runs "run x echo '[1]' '[a,b]'" "[1] [a,b]" "${DL[@]}" run x echo '[1]' '[a,b]'
+runs "run --quiet=true x echo '[1]' '[a,b]'" "[1] [a,b]" "${DL[@]}" run --quiet=true x echo '[1]' '[a,b]'
 runs "run x echo -t 50ms (a lease too short for dlock)" "-t 50ms" "${DL[@]}" run x echo -t 50ms
 runs "run x echo -q -b nowhere:// -E 300 --wiat" "-q -b nowhere:// -E 300 --wiat" \
   "${DL[@]}" run x echo -q -b nowhere:// -E 300 --wiat

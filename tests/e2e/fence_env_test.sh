@@ -27,10 +27,11 @@ capture "${DL[@]}" run g -- sh -c 'echo $DLOCK_FENCE'
 [[ $out =~ ^[0-9]+$ ]] || fail "fence of g is not a decimal integer: '$out'"
 
 # The child's environment.
-capture env DLOCK_PASSWORD=sekrit-pw-e2e "${DL[@]}" -v -v run env.name -- sh -c 'env >"$1"' sh "$tmpdir/env"
+capture env DLOCK_PASSWORD=sekrit-pw-e2e DLOCK_NAME=stale KEEP_ME=kept "${DL[@]}" -v -v run env.name -- sh -c 'env >"$1"' sh "$tmpdir/env"
 [ "$rc" = 0 ] || fail "run env.name exited $rc; stderr: $err"
 get() { sed -n "s/^$1=//p" "$tmpdir/env"; }
-[ "$(get DLOCK_NAME)" = env.name ] || fail "DLOCK_NAME in the child is '$(get DLOCK_NAME)', expected env.name"
+[ "$(get DLOCK_NAME)" = env.name ] || fail "DLOCK_NAME in the child is '$(get DLOCK_NAME)', expected env.name (once)"
+[ "$(get KEEP_ME)" = kept ] || fail "KEEP_ME in the child is '$(get KEEP_ME)', expected it passed on as kept"
 [ "$(get DLOCK_BACKEND)" = "$BACKEND" ] || fail "DLOCK_BACKEND in the child is '$(get DLOCK_BACKEND)', expected $BACKEND"
 [[ $(get DLOCK_FENCE) =~ ^[0-9]+$ ]] || fail "DLOCK_FENCE in the child is '$(get DLOCK_FENCE)'"
 token=$(get DLOCK_TOKEN)

@@ -12,10 +12,11 @@
 namespace dlock::test {
 
 // An in-memory backend for the runner's unit tests. Its renewals can be
-// made to succeed, report loss, go unanswered, or hang.
+// made to succeed, report loss, go unanswered, hang, or (silent) go
+// unanswered until the caller's answer_by, as a frozen server's do.
 class FakeBackend final : public backend::Backend {
 public:
-  enum class RenewMode { confirm, refuse, fail, hang };
+  enum class RenewMode { confirm, refuse, fail, hang, silent };
 
   RenewMode renew_mode = RenewMode::confirm;
   int confirm_first = 0; // renewals confirmed before renew_mode applies
@@ -50,7 +51,7 @@ public:
   }
 
   backend::RenewResult renew(const backend::Lease &, Millis ttl,
-                             std::optional<backend::SteadyClock::time_point>) override {
+                             std::optional<backend::SteadyClock::time_point> answer_by) override {
     backend::RenewResult result;
     auto sent_at = backend::SteadyClock::now();
     if (renew_latency > Millis(0)) std::this_thread::sleep_for(renew_latency); // a slow network
@@ -70,6 +71,12 @@ public:
       break;
     case RenewMode::fail:
       result = {backend::RenewOutcome::unknown, {}, sent_at, "connection refused"};
+      break;
+    case RenewMode::silent:
+      lock.unlock();
+      std::this_thread::sleep_until(answer_by.value_or(sent_at + std::chrono::seconds(3)));
+      lock.lock();
+      result = {backend::RenewOutcome::unknown, {}, sent_at, "no answer in time"};
       break;
     case RenewMode::hang:
       m_unhang.wait_for(lock, std::chrono::seconds(3), [this] { return m_unhung; });

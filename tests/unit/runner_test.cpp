@@ -1,4 +1,5 @@
 #include "core/error.hpp"
+#include "core/identity.hpp"
 #include "fake_backend.hpp"
 #include "runner/child.hpp"
 #include "runner/guard.hpp"
@@ -204,6 +205,29 @@ TEST_CASE("a renewal that hangs cannot delay the stop of the child") {
   REQUIRE(kill);
   CHECK(*kill < backend.acquired_at + ttl);
   CHECK(backend.renew_times.size() == 1);
+}
+
+TEST_CASE("a job that ends on SIGTERM after unanswered renewals: dlock returns at once, not at the kill deadline") {
+  // A frozen server answers nothing: each renewal waits until its answer_by.
+  // Once SIGTERM has gone out the stop is never called off, so no renewal
+  // may still be waiting then and hold up the exit until kill_at (CI: a
+  // run on a frozen PostgreSQL exited 0.5 s after its job, past T).
+  FakeBackend backend;
+  backend.renew_mode = FakeBackend::RenewMode::silent;
+  Recorder recorder;
+  Millis ttl = 1500ms;
+  auto options = options_for({"/bin/sleep", "30"}, ttl);
+  options.kill_after = 5000ms; // capped: SIGTERM at t0 + 2T/3, SIGKILL at t0 + 0.99T - margin
+  CHECK(runner::run_locked(backend, options, &recorder) == 76);
+  auto done = SteadyClock::now();
+  auto term = recorder.first(SIGTERM);
+  REQUIRE(term);
+  CHECK_FALSE(recorder.first(SIGKILL));
+  auto kill_at = runner::compute_deadlines(backend.acquired_at, ttl, options.kill_after).kill_at;
+  CHECK(*term < kill_at - 300ms);
+  // sleep dies of SIGTERM at once: dlock returns well before kill_at.
+  CHECK(done < *term + 150ms);
+  CHECK(done < kill_at - 200ms);
 }
 
 TEST_CASE("max-runtime stops the child with TERM and exits 124") {
@@ -422,4 +446,26 @@ TEST_CASE("many holders are summed up as readers or slots, the longest-standing 
   one.holder = holder(1, "a", 0).info;
   CHECK(runner::holders_summary(one).empty());
   CHECK(runner::holders_summary(backend::LockStatus{}).empty());
+}
+
+TEST_CASE("a process with no command line (a zombie, or one in the middle of execve) is named by its comm") {
+  // The leftover-process messages name each process; CI once showed a bare
+  // "pid N" for a child caught in execve, when it has no arguments yet.
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  // Not reaped: a zombie, whose command line reads empty.
+  std::string state;
+  for (int i = 0; i < 500 && state != "Z"; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    auto close = line.rfind(')');
+    state = close == std::string::npos ? "" : line.substr(close + 2, 1);
+    if (state != "Z") std::this_thread::sleep_for(2ms);
+  }
+  REQUIRE(state == "Z");
+  CHECK(command_line_of(child).empty());
+  CHECK_FALSE(command_or_name_of(child).empty());
+  waitpid(child, nullptr, 0);
 }

@@ -46,6 +46,7 @@ Libpq load() {
   bind(handle, api.conninfoFree, "PQconninfoFree");
   bind(handle, api.setNoticeProcessor, "PQsetNoticeProcessor");
   bind(handle, api.freemem, "PQfreemem");
+  bind(handle, api.notifies, "PQnotifies");
   return api;
 }
 

@@ -41,6 +41,7 @@ struct Libpq {
   decltype(&::PQconninfoFree) conninfoFree;
   decltype(&::PQsetNoticeProcessor) setNoticeProcessor;
   decltype(&::PQfreemem) freemem;
+  decltype(&::PQnotifies) notifies;
 };
 
 // The loaded library; throws ConfigError (78) naming what to install when
