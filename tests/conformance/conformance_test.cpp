@@ -108,6 +108,38 @@ TEST_CASE("a waiter is woken by the release, not by its deadline") {
   CHECK(acquired_at - released_at < 500ms);
 }
 
+// The waiter whose predecessor in the queue gives up must look again and
+// wait for the holder, not take the lock (etcd and ZooKeeper waiters each
+// watch only the contender before them).
+TEST_CASE("a waiter behind one that gives up keeps waiting for the holder, then takes the lock at its release") {
+  auto a = client(), b = client(), c = client(), observer = client();
+  auto request = request_for(unique("behind"));
+  Lease lease = must_acquire(*a, request);
+  auto waiters_reach = [&](unsigned n) {
+    for (auto until = SteadyClock::now() + 2s; SteadyClock::now() < until; std::this_thread::sleep_for(5ms)) {
+      auto waiters = observer->status(request.name).waiters;
+      if (!waiters || *waiters >= n) return;
+    }
+  };
+  auto quitter = std::async(std::launch::async, [&] {
+    return b->acquire(request, SteadyClock::now() + 600ms, Signals::interrupt()).outcome;
+  });
+  waiters_reach(1);
+  auto waiter = std::async(std::launch::async, [&] {
+    AcquireResult result = c->acquire(request, SteadyClock::now() + 10s, Signals::interrupt());
+    return std::make_pair(std::move(result), SteadyClock::now());
+  });
+  CHECK(quitter.get() == AcquireOutcome::busy);
+  REQUIRE(waiter.wait_for(300ms) == std::future_status::timeout);
+  auto released_at = SteadyClock::now();
+  REQUIRE(a->release(lease) == ReleaseOutcome::released);
+  auto [result, acquired_at] = waiter.get();
+  REQUIRE(result.outcome == AcquireOutcome::acquired);
+  CHECK(acquired_at - released_at < 500ms);
+  CHECK(result.lease->fence > lease.fence);
+  CHECK(c->release(*result.lease) == ReleaseOutcome::released);
+}
+
 TEST_CASE("a signal ends a wait cleanly and leaves nothing behind") {
   Signals::install();
   Signals::clear_stop();

@@ -1,5 +1,6 @@
 #include "backend/etcd/gateway.hpp"
 #include "backend/etcd/watch.hpp"
+#include "loopback_listener.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,26 +26,15 @@ namespace {
 class FakeWatchServer {
 public:
   explicit FakeWatchServer(std::vector<std::vector<std::string>> answers) : m_answers(std::move(answers)) {
-    m_listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(m_listener >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(m_listener, reinterpret_cast<sockaddr *>(&address), sizeof address) == 0);
-    REQUIRE(::listen(m_listener, 4) == 0);
-    socklen_t length = sizeof address;
-    REQUIRE(::getsockname(m_listener, reinterpret_cast<sockaddr *>(&address), &length) == 0);
-    m_port = ntohs(address.sin_port);
     m_thread = std::thread([this] { serve(); });
   }
   ~FakeWatchServer() {
-    ::shutdown(m_listener, SHUT_RDWR);
+    m_listener.shutdown();
     if (m_last >= 0) ::shutdown(m_last, SHUT_RDWR);
     m_thread.join();
-    ::close(m_listener);
     if (m_last >= 0) ::close(m_last);
   }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(m_port); }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(m_listener.port); }
   // The request bodies received so far (read once the server is done).
   std::vector<std::string> bodies() const {
     std::lock_guard<std::mutex> hold(m_mutex);
@@ -54,7 +44,7 @@ public:
 private:
   void serve() {
     for (std::size_t i = 0; i < m_answers.size(); ++i) {
-      int fd = ::accept4(m_listener, nullptr, nullptr, SOCK_CLOEXEC);
+      int fd = ::accept4(m_listener.fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) return;
       std::string body = read_request(fd);
       {
@@ -94,7 +84,7 @@ private:
   std::vector<std::vector<std::string>> m_answers;
   mutable std::mutex m_mutex;
   std::vector<std::string> m_bodies; // guarded by m_mutex
-  int m_listener = -1, m_port = 0;
+  dlock::test::LoopbackListener m_listener{4};
   std::atomic<int> m_last{-1}; // set by the server thread, read by the destructor before the join
   std::thread m_thread;
 };

@@ -37,20 +37,22 @@ TEST_CASE("a reader's token says so, and is no exclusive lock's, semaphore's or 
   CHECK_FALSE(runner::is_keeper_token(token));
 }
 
-TEST_CASE("a name's readers and its queue of waiters have keys of their own under its hash tag") {
+TEST_CASE("a name's readers and waiters and a semaphore's free slots have keys of their own under its hash tag") {
   Keys keys = keys_for("dlock", "rw");
   CHECK(keys.readers == "{dlock:rw}:readers");
   CHECK(keys.readers_info == "{dlock:rw}:readers-info");
   CHECK(keys.queue == "{dlock:rw}:queue");
   CHECK(keys.turns == "{dlock:rw}:turns");
+  CHECK(keys.semaphore_free == "{dlock:rw}:sem-free");
   std::vector<std::string> command = semaphore_command("return 1", keys, {"a"});
-  REQUIRE(command.size() == 3 + 9 + 1);
-  CHECK(command[2] == "9");
+  REQUIRE(command.size() == 3 + 10 + 1);
+  CHECK(command[2] == "10");
   CHECK(command[8] == keys.readers);
   CHECK(command[9] == keys.readers_info);
   CHECK(command[10] == keys.queue);
   CHECK(command[11] == keys.turns);
-  CHECK(command[12] == "a");
+  CHECK(command[12] == keys.semaphore_free);
+  CHECK(command[13] == "a");
 }
 
 TEST_CASE("a shared lock's status lists each live reader with its holder, fence and time left") {

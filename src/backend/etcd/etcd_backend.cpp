@@ -43,25 +43,6 @@ namespace {
 
 constexpr const char *k_key_deleted = "the lock's key is gone (its lease ran out, or it was deleted or revoked)";
 
-// The end of the key range of everything that starts with `prefix`.
-std::string range_end(std::string prefix) {
-  while (!prefix.empty()) {
-    auto &last = reinterpret_cast<unsigned char &>(prefix.back());
-    if (last < 0xff) {
-      ++last;
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0'); // every key
-}
-
-Json range_request(const std::string &prefix, bool keys_only) {
-  Json request = {{"key", base64_encode(prefix)}, {"range_end", base64_encode(range_end(prefix))}};
-  if (keys_only) request["keys_only"] = true;
-  return request;
-}
-
 class EtcdBackend : public TakingBackend {
 public:
   explicit EtcdBackend(const BackendConfig &config) : m_config(config), m_gateway(gateway_options(config)) {}
@@ -200,7 +181,7 @@ private:
 
   // The lease `key` is attached to, or nullopt if the key does not exist.
   std::optional<std::int64_t> lease_of_key(const std::string &key, std::optional<SteadyClock::time_point> answer_by) {
-    auto answer = m_gateway.call("/v3/kv/range", {{"key", base64_encode(key)}, {"keys_only", true}}, answer_by);
+    auto answer = m_gateway.call("/v3/kv/range", range_request_of_key(key), answer_by);
     if (!answer) throw UnavailableError("interrupted");
     const Json &kvs = array_in(*answer, "kvs");
     if (kvs.empty()) return std::nullopt;
@@ -373,6 +354,10 @@ private:
       }
       refuse_mode(request, "etcd", standing.refusal);
     }
+    return take_standing(standing, place);
+  }
+
+  static Turn take_standing(const Standing &standing, QueuePlace &place) {
     place.create_revision = standing.create_revision;
     place.ahead = standing.ahead;
     place.watch_holders = standing.watch_holders;
@@ -436,7 +421,7 @@ private:
       bool keepalive_due = now >= next_keepalive;
       if (keepalive_due && !keep_waiting(request.name, place, next_keepalive, interrupt.fd())) return std::nullopt;
       if (look || (semaphore && keepalive_due)) {
-        switch (look_at_queue(request, place)) {
+        switch (look_at_queue(request, place, !look)) {
         case Turn::ours:
           leave.revoke = false;
           if (semaphore) touch(place.key);
@@ -464,10 +449,24 @@ private:
   }
 
   // Lists the queue again: our key first (ours), behind another one (now
-  // place.ahead, as of place.listed_at), or no longer there (gone).
-  Turn look_at_queue(const LockRequest &request, QueuePlace &place) {
-    auto listing =
-        m_gateway.call("/v3/kv/range", range_request(prefix_of(request.name), place.mode != HoldMode::semaphore));
+  // place.ahead, as of place.listed_at), or no longer there (gone). Woken
+  // by its watch, an exclusive or semaphore waiter reads a few keys only
+  // (wake_reads(), as concurrency.Mutex does), so that the work of a
+  // hand-over does not grow with the number of waiters; the whole listing
+  // serves a reader, a semaphore's look at each keep-alive, and an answer
+  // that proves nothing (a lock named NAME/x keeps its keys under NAME's).
+  Turn look_at_queue(const LockRequest &request, QueuePlace &place, bool whole = false) {
+    const bool semaphore = place.mode == HoldMode::semaphore;
+    if (!whole && place.mode != HoldMode::shared) {
+      const std::string prefix = semaphore ? semaphore_prefix_of(request.name) : prefix_of(request.name);
+      auto answer = m_gateway.call("/v3/kv/txn",
+                                   wake_reads(prefix, place.key, place.create_revision, semaphore ? place.limit : 0));
+      if (auto standing = standing_on_wake(*answer, prefix, place.key, place.mode, place.limit)) {
+        place.listed_at = number_in(object_in(*answer, "header"), "revision");
+        return take_standing(*standing, place);
+      }
+    }
+    auto listing = m_gateway.call("/v3/kv/range", range_request(prefix_of(request.name), !semaphore));
     place.listed_at = number_in(object_in(*listing, "header"), "revision");
     return find_place(request, *listing, place);
   }
@@ -557,12 +556,13 @@ private:
   // on, so nothing that happened before is missed. It follows the renewals
   // to another member after a fail-over. One watch per backend: the lock
   // taken last.
-  // Opening it holds up the news of the renewal that just succeeded, and
-  // the job's SIGTERM is due from 2T/3 after the one before: it gets at
-  // most T/6, and nothing when the renewal came late (the next one tries).
+  // Opening it holds up the news of the renewal that just succeeded, which
+  // must reach the runner before the job's SIGTERM deadline (answer_by):
+  // it gets at most T/6, ends T/15 before that deadline, and is skipped
+  // when the renewal came late (the next one tries).
   void watch_held_key(const std::string &key, Millis ttl, std::optional<SteadyClock::time_point> answer_by) {
     auto by = SteadyClock::now() + ttl / 6;
-    if (answer_by) by = std::min(by, *answer_by - ttl / 3);
+    if (answer_by) by = std::min(by, *answer_by - ttl / 15);
     if (SteadyClock::now() >= by) return;
     try {
       m_watch.follow(key, m_held->from_revision, by);

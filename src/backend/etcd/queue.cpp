@@ -123,4 +123,74 @@ std::vector<std::string> lock_names_in(const Json &range, const std::string &hea
   return names;
 }
 
+// The end of the key range of everything that starts with `prefix`.
+std::string range_end(std::string prefix) {
+  while (!prefix.empty()) {
+    auto &last = reinterpret_cast<unsigned char &>(prefix.back());
+    if (last < 0xff) {
+      ++last;
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0'); // every key
+}
+
+Json range_request(const std::string &prefix, bool keys_only) {
+  Json request = {{"key", base64_encode(prefix)}, {"range_end", base64_encode(range_end(prefix))}};
+  if (keys_only) request["keys_only"] = true;
+  return request;
+}
+
+Json range_request_of_key(const std::string &key) { return {{"key", base64_encode(key)}, {"keys_only", true}}; }
+
+Json last_before_request(const std::string &prefix, std::int64_t create_revision) {
+  Json request = range_request(prefix, true);
+  request.update({{"max_create_revision", std::to_string(create_revision - 1)},
+                  {"sort_order", "DESCEND"},
+                  {"sort_target", "CREATE"},
+                  {"limit", "1"}});
+  return request;
+}
+
+Json wake_reads(const std::string &prefix, const std::string &key, std::int64_t create_revision, unsigned limit) {
+  Json reads = {{{"request_range", range_request_of_key(key)}},
+                {{"request_range", last_before_request(prefix, create_revision)}}};
+  // etcd counts a range before it filters it by create revision: the
+  // slots before ours are counted by reading up to N + 1 of their keys.
+  if (limit > 0) {
+    Json slots = last_before_request(prefix, create_revision);
+    slots["limit"] = std::to_string(limit + 1);
+    reads.push_back({{"request_range", slots}});
+  }
+  return {{"success", reads}};
+}
+
+std::optional<Standing> standing_on_wake(const Json &answer, const std::string &prefix, const std::string &key,
+                                         HoldMode mode, unsigned limit) {
+  const Json &responses = array_in(answer, "responses");
+  if (responses.size() < (mode == HoldMode::semaphore ? 3U : 2U)) return std::nullopt;
+  const Json &own = object_in(responses[0], "response_range"), &last = object_in(responses[1], "response_range");
+  auto mine = contenders_in(own, prefix), before = contenders_in(last, prefix);
+  if (mine.size() != array_in(own, "kvs").size() || before.size() != array_in(last, "kvs").size()) return std::nullopt;
+  if (mode != HoldMode::semaphore) {
+    std::vector<Contender> queue = before;
+    queue.insert(queue.end(), mine.begin(), mine.end());
+    return standing_in({queue, {}}, key, mode, limit);
+  }
+  Standing out;
+  auto slots_before = static_cast<std::int64_t>(array_in(object_in(responses[2], "response_range"), "kvs").size());
+  if (mine.empty()) return out;
+  if (slots_before > 0 && before.empty()) return std::nullopt;
+  out.create_revision = mine.front().create_revision;
+  if (slots_before < static_cast<std::int64_t>(limit)) {
+    out.kind = Standing::Kind::ours;
+    return out;
+  }
+  out.kind = Standing::Kind::waiting;
+  out.ahead = before.front();
+  out.watch_holders = slots_before == static_cast<std::int64_t>(limit);
+  return out;
+}
+
 } // namespace dlock::backend::etcd

@@ -44,6 +44,17 @@ struct Standing {
   bool semaphore_limit_unknown = false; // refusal names a semaphore whose N the listing lacks
 };
 Standing standing_in(const LockKeys &keys, const std::string &key, HoldMode mode, unsigned limit);
+// What an exclusive or semaphore waiter reads when its watch wakes it,
+// instead of the whole queue: in one read-only transaction, its own key
+// and the last key under `prefix` (the lock's, or the semaphore's) created
+// before it, and for a semaphore of `limit` N (0: not one) up to N + 1 of
+// the keys created before it, without values.
+Json wake_reads(const std::string &prefix, const std::string &key, std::int64_t create_revision, unsigned limit);
+// Where `key` stands by the answer to wake_reads(); nullopt when the
+// answer proves nothing (the key before ours is not one of the lock's
+// contenders, e.g. one of lock NAME/x's): the whole listing must decide.
+std::optional<Standing> standing_on_wake(const Json &answer, const std::string &prefix, const std::string &key,
+                                         HoldMode mode, unsigned limit);
 
 // Who holds the lock: the first key; the readers before the first writer;
 // or a semaphore's first N. `status` gets held, mode, limit, waiters and
@@ -59,5 +70,16 @@ Holding holding_of(const std::string &name, const LockKeys &keys);
 // reader's, RWMutex writer's or semaphore holder's "NS/NAME/read/<x>",
 // "NS/NAME/write/<x>", "NS/NAME/sem/<lease>".
 std::vector<std::string> lock_names_in(const Json &range, const std::string &head, const std::string &prefix);
+
+// Requests of the JSON gateway for a lock's keys.
+// The end of the key range of everything that starts with `prefix`.
+std::string range_end(std::string prefix);
+// Every key under `prefix`, with or without values.
+Json range_request(const std::string &prefix, bool keys_only);
+// One key, without its value.
+Json range_request_of_key(const std::string &key);
+// The key under `prefix` created last before `create_revision`, if any:
+// an exclusive waiter's predecessor, as etcd's concurrency.Mutex asks.
+Json last_before_request(const std::string &prefix, std::int64_t create_revision);
 
 } // namespace dlock::backend::etcd

@@ -167,7 +167,10 @@ public:
     status.detail = fmt::format("{}/{}", m_dir.path(), LockDir::file_name(name));
     if (view.shared) {
       status.mode = record.limit > 0 ? HoldMode::semaphore : HoldMode::shared;
-      if (record.limit > 0) status.limit = record.limit;
+      if (record.limit > 0) {
+        status.limit = record.limit;
+        status.waiters = *status.waiters + queued(LockDir::file_name(name), kernel_locks);
+      }
       for (pid_t pid : view.holders) {
         auto reader = std::find_if(record.readers.begin(), record.readers.end(),
                                    [&](const ReaderRecord &r) { return r.holder.pid == pid; });
@@ -191,6 +194,17 @@ public:
       status.fence.reset();
     }
     return status;
+  }
+
+  // A semaphore's waiters: the one at the front of its queue file, which
+  // holds it, and those blocked on it.
+  std::int64_t queued(const std::string &file, const KernelLocks &kernel_locks) const {
+    struct stat info {};
+    if (fstatat(m_dir.fd(), queue_file(file).c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||
+        m_dir.distrust(info))
+      return 0;
+    KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
+    return static_cast<std::int64_t>(view.holders.size() + view.waiters);
   }
 
   static HolderInfo process_holder(pid_t pid) {
@@ -401,65 +415,33 @@ private:
     }
   }
 
-  // Slot K of a semaphore is the file "NAME.slotK" beside "NAME.lock" (no
-  // name's lock file ends in ".slotK", so none is taken for a lock).
-  static std::string slot_file(const std::string &file, unsigned slot) {
-    return fmt::format("{}.slot{}", file.substr(0, file.size() - LockDir::file_name("").size()), slot);
-  }
-
   // Holding LOCK_SH on the lock file, takes one of the N slot files with
-  // LOCK_EX: each tried without blocking from a random start, then a
-  // blocking wait on one at random that a release of that slot ends at
-  // once, rescanning all of them every 250-500 ms for slots freed
-  // elsewhere. The record (and /proc/locks) is read once when a slot is
-  // free at once: the refusal of another kind of holder and the record of
-  // the slot come from the same reading. After a wait it is read again, as
-  // another kind of holder may have come meanwhile; rescans read nothing.
+  // LOCK_EX: each tried without blocking from a random start, then, with
+  // --wait, in the queue of wait_for_slot (holders.hpp). The record (and
+  // /proc/locks) is read once when a slot is free at once: the refusal of
+  // another kind of holder and the record of the slot come from the same
+  // reading. After a wait it is read again, as another kind of holder may
+  // have come meanwhile.
   AcquireResult take_slot(const LockRequest &request, Held held, bool wait,
                           std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt) {
     const unsigned n = request.limit;
+    OpenFile open = [this](const std::string &file) { return open_lock_file(file); };
     {
       RecordLock serial(held.fd.get(), path_of(held.file));
       LockRecord record = live_record(request, held);
-      if (auto free = free_slot(held.file, n))
+      if (auto free = free_slot(open, m_dir.path(), held.file, n))
         return {AcquireOutcome::acquired,
-                record_slot(request, std::move(held), std::move(record), std::move(free->first), free->second), 0};
+                record_slot(request, std::move(held), std::move(record), std::move(free->fd), free->slot), 0};
     }
     if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
-    for (;;) {
-      unsigned slot = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
-      auto rescan_at = SteadyClock::now() + Millis(250 + std::stoul(random_hex(1), nullptr, 16));
-      UniqueFd fd = open_lock_file(slot_file(held.file, slot));
-      BlockingWait blocking(deadline ? std::min(*deadline, rescan_at) : rescan_at);
-      if (int signo = interrupt ? interrupt->requested() : 0) return {AcquireOutcome::interrupted, std::nullopt, signo};
-      if (deadline && SteadyClock::now() >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-      std::optional<std::pair<UniqueFd, unsigned>> taken;
-      if (flock(fd.get(), LOCK_EX) == 0)
-        taken.emplace(std::move(fd), slot);
-      else if (errno != EINTR)
-        throw file_error(fmt::format("cannot lock {}", path_of(slot_file(held.file, slot))), errno);
-      else
-        taken = free_slot(held.file, n);
-      if (taken) {
-        RecordLock serial(held.fd.get(), path_of(held.file));
-        LockRecord record = live_record(request, held);
-        return {AcquireOutcome::acquired,
-                record_slot(request, std::move(held), std::move(record), std::move(taken->first), taken->second), 0};
-      }
-    }
-  }
-
-  // A slot file of `file` that LOCK_EX | LOCK_NB takes, with its number:
-  // all n tried from a random one.
-  std::optional<std::pair<UniqueFd, unsigned>> free_slot(const std::string &file, unsigned n) const {
-    unsigned start = static_cast<unsigned>(std::stoul(random_hex(4), nullptr, 16) % n);
-    for (unsigned i = 0; i < n; ++i) {
-      unsigned slot = (start + i) % n;
-      UniqueFd fd = open_lock_file(slot_file(file, slot));
-      if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return std::pair{std::move(fd), slot};
-      if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}", path_of(slot_file(file, slot))), errno);
-    }
-    return std::nullopt;
+    SlotWait waited = wait_for_slot(open, m_dir.path(), held.file, n, deadline, interrupt);
+    if (waited.signo != 0) return {AcquireOutcome::interrupted, std::nullopt, waited.signo};
+    if (!waited.taken) return {AcquireOutcome::busy, std::nullopt, 0};
+    RecordLock serial(held.fd.get(), path_of(held.file));
+    LockRecord record = live_record(request, held);
+    return {AcquireOutcome::acquired,
+            record_slot(request, std::move(held), std::move(record), std::move(waited.taken->fd), waited.taken->slot),
+            0};
   }
 
   // `held` stays the caller's until the lease is made, so that a failure

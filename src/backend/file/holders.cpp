@@ -1,5 +1,6 @@
 #include "backend/file/holders.hpp"
 
+#include "backend/file/file_news.hpp"
 #include "backend/file/lock_dir.hpp"
 #include "backend/file/proc_locks.hpp"
 
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
+#include <random>
+#include <sys/file.h>
 
 namespace dlock::backend::file {
 
@@ -55,6 +58,98 @@ std::optional<std::string> semaphore_refusal(const LockRequest &request, const L
                      "or use another name",
                      request.name, record.limit, record.limit, record.readers.size(),
                      record.readers.size() == 1 ? "" : "s", record.limit);
+}
+
+namespace {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+unsigned random_below(unsigned n) {
+  thread_local std::mt19937 random{std::random_device{}()};
+  return std::uniform_int_distribution<unsigned>(0, n - 1)(random);
+}
+
+std::string stem_of(const std::string &file) { return file.substr(0, file.size() - LockDir::file_name("").size()); }
+
+// The first of `fds` that LOCK_EX | LOCK_NB takes, from a random start.
+std::optional<TakenSlot> try_slots(std::vector<UniqueFd> &fds, const std::string &dir, const std::string &file) {
+  const auto n = static_cast<unsigned>(fds.size());
+  unsigned start = random_below(n);
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned slot = (start + i) % n;
+    if (flock(fds[slot].get(), LOCK_EX | LOCK_NB) == 0) return TakenSlot{std::move(fds[slot]), slot};
+    if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}/{}", dir, slot_file(file, slot)), errno);
+  }
+  return std::nullopt;
+}
+
+// Blocks in LOCK_EX on `fd` until granted, the deadline or a signal.
+// false: not granted (the caller looks at why).
+bool block_on(int fd, std::optional<SteadyTime> until, const std::string &path) {
+  BlockingWait blocking(until);
+  if (flock(fd, LOCK_EX) == 0) return true;
+  if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path), errno);
+  return false;
+}
+
+} // namespace
+
+std::string slot_file(const std::string &file, unsigned slot) { return fmt::format("{}.slot{}", stem_of(file), slot); }
+
+std::string queue_file(const std::string &file) { return stem_of(file) + ".queue"; }
+
+std::optional<TakenSlot> free_slot(const OpenFile &open, const std::string &dir, const std::string &file, unsigned n) {
+  unsigned start = random_below(n);
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned slot = (start + i) % n;
+    UniqueFd fd = open(slot_file(file, slot));
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return TakenSlot{std::move(fd), slot};
+    if (errno != EWOULDBLOCK) throw file_error(fmt::format("cannot lock {}/{}", dir, slot_file(file, slot)), errno);
+  }
+  return std::nullopt;
+}
+
+SlotWait wait_for_slot(const OpenFile &open, const std::string &dir, const std::string &file, unsigned n,
+                       std::optional<SteadyTime> deadline, const Interrupt *interrupt) {
+  auto stopped = [&]() -> std::optional<SlotWait> {
+    if (int signo = interrupt ? interrupt->requested() : 0) return SlotWait{std::nullopt, signo};
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) return SlotWait{};
+    return std::nullopt;
+  };
+  UniqueFd queue = open(queue_file(file));
+  while (!block_on(queue.get(), deadline, fmt::format("{}/{}", dir, queue_file(file))))
+    if (auto stop = stopped()) return std::move(*stop);
+  for (;;) {
+    std::vector<UniqueFd> fds;
+    fds.reserve(n);
+    for (unsigned slot = 0; slot < n; ++slot)
+      fds.push_back(open(slot_file(file, slot)));
+    SlotNews news(fds);
+    // Watched before the scan below: a release after it is news. With
+    // news, a retry every 1-2 s catches a release the kernel does not
+    // report. Without (no inotify instance left: each holder keeps one
+    // for its own news, and fs.inotify.max_user_instances, 128 by
+    // default, is reached by that many holders), the front waiter alone
+    // tries its open slot files every 10-20 ms and opens them again
+    // every 1-2 s.
+    const bool watching = news.watching();
+    auto jitter = [](unsigned low) { return std::chrono::milliseconds(low + random_below(low + 1)); };
+    auto now = std::chrono::steady_clock::now();
+    auto reopen_at = now + jitter(1000);
+    auto rescan_at = now + (watching ? jitter(1000) : jitter(10));
+    for (;;) {
+      news.take_news();
+      if (auto taken = try_slots(fds, dir, file)) return {std::move(taken), 0};
+      if (auto stop = stopped()) return std::move(*stop);
+      now = std::chrono::steady_clock::now();
+      if (news.stale() || (!watching && now >= reopen_at)) break;
+      if (now >= rescan_at) rescan_at = now + (watching ? jitter(1000) : jitter(10));
+      unsigned slot = random_below(n);
+      if (block_on(fds[slot].get(), deadline ? std::min(*deadline, rescan_at) : rescan_at,
+                   fmt::format("{}/{}", dir, slot_file(file, slot))))
+        return {TakenSlot{std::move(fds[slot]), slot}, 0};
+    }
+  }
 }
 
 } // namespace dlock::backend::file

@@ -337,6 +337,15 @@ private:
     } else {
       held.unlock = "SELECT pg_advisory_unlock($1::bigint), pg_advisory_unlock_shared($2::bigint)";
       held.unlock_params = {slot_key_of(request.name, *slot), key};
+      // Above one slot the front waiter LISTENs: it hears of the slot at
+      // once (not on a standby, which has no NOTIFY: there it finds the
+      // slot at a rescan). The NOTIFY gives the statement a transaction
+      // id, whose commit need not wait for a WAL flush.
+      if (request.limit > 1) {
+        held.unlock += ", set_config('synchronous_commit', 'off', true), CASE WHEN NOT pg_is_in_recovery() THEN "
+                       "pg_notify($3, '') END";
+        held.unlock_params.push_back(queue_channel(m_config.lock_namespace, request.name));
+      }
     }
     m_held[token] = std::move(held);
     Lease lease;
@@ -419,30 +428,48 @@ private:
         block_on(connection, "pg_advisory_lock_shared", key, deadline, *interrupt, comment, answer, false) !=
             Waited::granted)
       return std::nullopt;
-    // Block on one slot, chosen at random, and scan the others again every
-    // rescan interval: a release wakes the one waiter on its slot (if
-    // any), never all of them; a slot nobody waits on is found at the next
-    // rescan of some waiter.
+    // Queue on the queue key, in the server's FIFO order: only the front
+    // waiter looks at the slots, so a release wakes one session, not all.
+    // It LISTENs before it scans, so that no release after the scan goes
+    // unheard; a holder whose session ended sends nothing, hence the
+    // jittered rescans (250-750 ms, by the front waiter alone). Getting a
+    // slot lets go of the queue key in the same statement.
+    std::string queue_key = std::to_string(advisory_key(queue_key_text(m_config.lock_namespace, request.name)));
+    if (block_on(connection, "pg_advisory_lock", queue_key, deadline, *interrupt, comment, answer, false) !=
+        Waited::granted)
+      return std::nullopt;
+    // One slot: the front waiter waits for it server-side, which also
+    // hears of a holder whose session ended, and lets go of the queue key
+    // in the statement that gets it.
+    if (request.limit == 1) {
+      Waited waited = block_on(connection, "pg_advisory_lock", slot_key_of(request.name, 0), deadline, *interrupt,
+                               comment, answer, true, fmt::format(", 0, pg_advisory_unlock(({})::bigint)", queue_key));
+      return waited == Waited::granted ? std::optional<Answer>(std::move(answer)) : std::nullopt;
+    }
+    std::string channel = queue_channel(m_config.lock_namespace, request.name);
+    Rows listen = connection.query(fmt::format("LISTEN {}{}", channel, comment), {}, round_trip());
+    if (!listen.ok()) fail(m_label, listen);
     for (;;) {
       if (interrupt->requested()) return std::nullopt;
       params = slots();
+      params.push_back(queue_key);
       answer.sent = SteadyClock::now();
       answer.rows = connection.query(
-          fmt::format("{} SELECT {}, s.slot FROM (SELECT u.slot FROM unnest($1::bigint[], $2::int[]) AS u(key, "
-                      "slot) WHERE pg_try_advisory_lock(u.key) LIMIT 1) s",
+          fmt::format("{} SELECT {}, s.slot, pg_advisory_unlock($3::bigint) FROM (SELECT u.slot FROM "
+                      "unnest($1::bigint[], $2::int[]) AS u(key, slot) WHERE pg_try_advisory_lock(u.key) LIMIT 1) s",
                       note_first(comment), k_fence_columns),
           params, round_trip());
       if (!answer.rows.ok()) fail(m_label, answer.rows);
-      if (!answer.rows.rows.empty()) return answer;
+      if (!answer.rows.rows.empty()) {
+        Rows unlisten = connection.query("UNLISTEN *" + comment, {}, round_trip());
+        if (!unlisten.ok()) fail(m_label, unlisten);
+        return answer;
+      }
       auto now = SteadyClock::now();
       if (deadline && now >= *deadline) return std::nullopt;
-      unsigned slot = std::uniform_int_distribution<unsigned>(0, request.limit - 1)(m_random);
       auto until = now + Millis(std::uniform_int_distribution<int>(250, 750)(m_random));
       if (deadline) until = std::min(until, *deadline);
-      Waited waited = block_on(connection, "pg_advisory_lock", slot_key_of(request.name, slot), until, *interrupt,
-                               comment, answer, true, ", " + std::to_string(slot));
-      if (waited == Waited::interrupted) return std::nullopt;
-      if (waited == Waited::granted) return answer;
+      connection.wait_notification(until, interrupt->fd());
     }
   }
 
@@ -508,6 +535,14 @@ std::int64_t advisory_key(std::string_view key_text) {
 
 std::string slot_key_text(std::string_view lock_namespace, std::string_view name, unsigned slot) {
   return fmt::format("{} {} {}", lock_namespace, name, slot);
+}
+
+std::string queue_key_text(std::string_view lock_namespace, std::string_view name) {
+  return fmt::format("{} {} queue", lock_namespace, name);
+}
+
+std::string queue_channel(std::string_view lock_namespace, std::string_view name) {
+  return fmt::format("dlock_{:016x}", static_cast<std::uint64_t>(advisory_key(queue_key_text(lock_namespace, name))));
 }
 
 std::unique_ptr<Backend> create_postgres_backend(const BackendConfig &config) {

@@ -24,8 +24,10 @@ namespace dlock::backend::postgres {
 // and mode. --shared is pg_advisory_lock_shared on the name's key.
 // --limit N holds the name's key shared (so an exclusive holder of the
 // name, dlock's or psql's, and the semaphore exclude each other) and one
-// slot key, slot_key_text(); a full semaphore is waited for on one slot at
-// random, with rescans of all of them. Each holder's note (in
+// slot key, slot_key_text(); waiters for a full semaphore queue on its
+// queue key, queue_key_text(), in the server's FIFO order, and the one at
+// the front LISTENs for the NOTIFY of a releasing holder (with a jittered
+// rescan for holders whose session ended without one). Each holder's note (in
 // pg_stat_activity) says its mode and limit, so that a request in another
 // mode or with another limit is refused (78) where this role can read the
 // notes. libpq is loaded with dlopen on first use.
@@ -42,6 +44,14 @@ std::int64_t advisory_key(std::string_view key_text);
 // text (two spaces) is never that of a name (one space) or of another
 // slot; psql gets the number as above from 'NS NAME K'.
 std::string slot_key_text(std::string_view lock_namespace, std::string_view name, unsigned slot);
+
+// The text whose advisory_key() is the queue of semaphore NAME in NS:
+// "NS NAME queue", never that of a name or a slot (see above). Its waiters
+// wait for it with pg_advisory_lock; the one holding it LISTENs on
+// queue_channel(), on which a holder that releases a slot NOTIFYs.
+std::string queue_key_text(std::string_view lock_namespace, std::string_view name);
+// "dlock_" and the queue key's 16 hex digits.
+std::string queue_channel(std::string_view lock_namespace, std::string_view name);
 
 // The holder's note in the SQL text of a lock's session (as read from
 // pg_stat_activity.query): the JSON object in its "/* dlock {...} */"

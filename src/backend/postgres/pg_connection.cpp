@@ -265,6 +265,29 @@ Rows PgConnection::answer(SteadyClock::time_point deadline) {
   return collect(deadline, -1);
 }
 
+bool PgConnection::wait_notification(SteadyClock::time_point until, int interrupt_fd) {
+  const Libpq &pq = libpq();
+  if (m_broken) throw SessionGone("the session was lost earlier");
+  for (;;) {
+    bool heard = false;
+    while (PGnotify *notify = pq.notifies(m_conn)) {
+      pq.freemem(notify);
+      heard = true;
+    }
+    if (heard) return true;
+    if (SteadyClock::now() >= until) return false;
+    bool interrupted = false;
+    wait_socket(POLLIN, until, interrupt_fd, &interrupted);
+    if (interrupted) return false;
+    // Notifications are small: a flood of them is a broken server.
+    if (bytes_received(socket()) - m_received_at_send > net::k_max_reply) {
+      m_broken = true;
+      throw SessionGone(fmt::format("{}: {}", m_label, net::too_large_message(net::k_max_reply)));
+    }
+    if (!pq.consumeInput(m_conn) || pq.status(m_conn) == CONNECTION_BAD) gone("the connection broke");
+  }
+}
+
 bool PgConnection::input_waiting() const {
   pollfd item{socket(), POLLIN, 0};
   return poll(&item, 1, 0) > 0;

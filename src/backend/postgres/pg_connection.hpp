@@ -62,6 +62,10 @@ public:
   // The answer to the statement send() sent (a dlock bug if there is none
   // to read), by `deadline`, as query() would return it.
   Rows answer(SteadyClock::time_point deadline);
+  // Waits, idle, for a notification on a channel this session LISTENs on
+  // until `until` or a readable `interrupt_fd`; whether one came (all
+  // pending ones are read). Throws SessionGone when the connection breaks.
+  bool wait_notification(SteadyClock::time_point until, int interrupt_fd);
   // Whether bytes from the server wait to be read (news: its error, its end).
   bool input_waiting() const;
   int socket() const;

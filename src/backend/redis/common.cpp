@@ -22,8 +22,9 @@ std::string tag_head(const std::string &lock_namespace) {
 
 Keys keys_for(const std::string &lock_namespace, const std::string &name) {
   std::string tag = tag_head(lock_namespace) + name + "}";
-  return {tag + ":lock",     tag + ":info",    tag + ":fence",        tag + ":released", tag + ":sem",
-          tag + ":sem-info", tag + ":readers", tag + ":readers-info", tag + ":queue",    tag + ":turns"};
+  return {tag + ":lock",  tag + ":info",     tag + ":fence",   tag + ":released",
+          tag + ":sem",   tag + ":sem-info", tag + ":readers", tag + ":readers-info",
+          tag + ":queue", tag + ":turns",    tag + ":sem-free"};
 }
 
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args) {
@@ -36,7 +37,7 @@ std::vector<std::string> semaphore_command(const std::string &script, const Keys
                                            std::initializer_list<std::string> args) {
   std::vector<std::string> command = {"EVAL",
                                       script,
-                                      "9",
+                                      "10",
                                       keys.lock,
                                       keys.info,
                                       keys.fence,
@@ -45,7 +46,8 @@ std::vector<std::string> semaphore_command(const std::string &script, const Keys
                                       keys.readers,
                                       keys.readers_info,
                                       keys.queue,
-                                      keys.turns};
+                                      keys.turns,
+                                      keys.semaphore_free};
   command.insert(command.end(), args);
   return command;
 }

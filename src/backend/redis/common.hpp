@@ -19,14 +19,16 @@ constexpr int k_default_port = 6379;
 
 // The keys of one lock; all share the hash tag {NS:NAME}. `semaphore`
 // and `semaphore_info` (`{NS:NAME}:sem`, `{NS:NAME}:sem-info`) hold a
-// semaphore (--limit N) on the single-server backend (scripts.hpp);
+// semaphore (--limit N) on the single-server backend (server_scripts.hpp),
+// with `semaphore_free` (`{NS:NAME}:sem-free`) its free slot numbers;
 // `readers` and `readers_info` (`{NS:NAME}:readers`, `{NS:NAME}:readers-info`)
 // the readers of a shared lock (--shared), whose writer is the exclusive
 // lock; `queue` and `turns` (`{NS:NAME}:queue`, `{NS:NAME}:turns`) its
 // waiters, each listening on the channel `queue` + ":" + its id. `channel`
 // (`{NS:NAME}:released`) is where older dlocks' waiters listen.
 struct Keys {
-  std::string lock, info, fence, channel, semaphore, semaphore_info, readers, readers_info, queue, turns;
+  std::string lock, info, fence, channel, semaphore, semaphore_info, readers, readers_info, queue, turns,
+      semaphore_free;
 };
 
 // "{NS:": the start of every key of a namespace. A ':' in the namespace is
@@ -37,7 +39,7 @@ Keys keys_for(const std::string &lock_namespace, const std::string &name);
 
 // EVAL of one of the scripts in scripts.hpp on a lock's three keys.
 std::vector<std::string> script_command(const char *script, const Keys &keys, std::initializer_list<std::string> args);
-// The same on all nine keys, the semaphore's, the readers' and the queue's
+// The same on all ten keys, the semaphore's, the readers' and the queue's
 // too (server_scripts.hpp).
 std::vector<std::string> semaphore_command(const std::string &script, const Keys &keys,
                                            std::initializer_list<std::string> args);

@@ -401,7 +401,7 @@ private:
     return bytes;
   }
 
-  // A lock as the status script (on all nine keys) sees it, with the
+  // A lock as the status script (on all ten keys) sees it, with the
   // waiters in its queue.
   static LockStatus lock_status(const std::string &name, const Reply &reply, const Keys &keys) {
     LockStatus status = status_from(name, reply, keys);

@@ -4,9 +4,11 @@
 #include "backend/redis/connection.hpp"
 #include "backend/redis/diagnose.hpp"
 #include "backend/redis/nodes.hpp"
+#include "backend/redis/queue.hpp"
 #include "backend/redis/redlock_scripts.hpp"
 #include "backend/redis/redlock_shared.hpp"
 #include "backend/redis/scripts.hpp"
+#include "backend/redis/server_scripts.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -14,9 +16,7 @@
 
 #include <algorithm>
 #include <functional>
-#include <poll.h>
 #include <random>
-#include <thread>
 #include <unistd.h>
 
 namespace dlock::backend::redis {
@@ -54,7 +54,7 @@ public:
 
   AcquireResult try_acquire(const LockRequest &given) override {
     LockRequest request = one_holder(given);
-    Attempt attempt = attempt_once(request);
+    Attempt attempt = attempt_once(request, "");
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     return {AcquireOutcome::busy, std::nullopt, 0};
   }
@@ -62,19 +62,28 @@ public:
   AcquireResult acquire(const LockRequest &given, std::optional<SteadyClock::time_point> deadline,
                         const Interrupt &interrupt) override {
     LockRequest request = one_holder(given);
-    Attempt attempt = attempt_once(request);
+    Attempt attempt = attempt_once(request, "");
     if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
     Keys keys = keys_for(m_config.lock_namespace, request.name);
-    // Woken by a release on any node; subscribed before the next attempt,
-    // so a release between that attempt and the wait is not missed.
-    std::vector<std::unique_ptr<Connection>> subscribers = subscribe_all(keys.channel, request.ttl);
+    // The waiter listens on its own channel on every node before it joins
+    // their queues (its next attempt), so that a wake-up is in its socket,
+    // not lost; a release wakes the head of each node's queue, not every
+    // waiter (redlock_scripts.hpp). Without any listener it does not join
+    // (a wake-up would find nobody and drop it) and only polls.
+    std::string id = random_hex(8);
+    RedlockListeners listeners(*m_nodes, keys.queue + ":" + id, node_timeout(request.ttl));
+    std::string joining = listeners.any() ? id : std::string();
+    auto give_up = [&](AcquireResult result) {
+      if (!joining.empty()) leave_queues(keys, queue_member(request, id), request.ttl);
+      return result;
+    };
     AwayBackoff backoff;
     for (;;) {
-      if (int signo = interrupt.requested()) return {AcquireOutcome::interrupted, std::nullopt, signo};
+      if (int signo = interrupt.requested()) return give_up({AcquireOutcome::interrupted, std::nullopt, signo});
       auto now = SteadyClock::now();
-      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
+      if (deadline && now >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
       try {
-        attempt = attempt_once(request);
+        attempt = attempt_once(request, joining);
         backoff.reset();
       } catch (const UnavailableError &away) {
         // No quorum for a moment (nodes restarting, a cut or slow network):
@@ -84,20 +93,30 @@ public:
       }
       if (attempt.lease) return {AcquireOutcome::acquired, std::move(attempt.lease), 0};
       now = SteadyClock::now();
-      if (deadline && now >= *deadline) return {AcquireOutcome::busy, std::nullopt, 0};
-      // A random delay (Redlock's advice, so that contenders that split
-      // the nodes between them do not collide again), no later than when
-      // the holder's lease would run out.
-      auto wake = retry_at(now, attempt.holder_pttl, Millis::max(), m_random);
+      if (deadline && now >= *deadline) return give_up({AcquireOutcome::busy, std::nullopt, 0});
+      if (attempt.split) {
+        // A split vote (this attempt won some nodes, not a majority): the
+        // others took part too and take theirs back, which wakes the heads
+        // of those nodes' queues. A random 5-50 ms first (Redlock's advice),
+        // so that the same contenders do not collide again.
+        auto retry = now + Millis(5 + m_random() % 46);
+        sleep_until(deadline ? std::min(retry, *deadline) : retry, interrupt);
+        continue;
+      }
+      // Unless woken, try again once what stands in the way could have run
+      // out (a holder dead without a release, a woken waiter that did not
+      // come), with jitter, and at least every 30 s, which keeps the
+      // waiter's place (a node's queue ends 90 s after its last move).
+      auto wake = retry_at(now, attempt.holder_pttl, joining.empty() ? Millis(250) : k_longest_sleep, m_random);
       if (deadline) wake = std::min(wake, *deadline);
-      wait_for_release(subscribers, wake, interrupt);
+      listeners.wait(wake, interrupt, m_random);
     }
   }
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     Keys keys = keys_for(m_config.lock_namespace, lease.name);
     std::string request = format_command(redlock_command(
-        is_shared_token(lease.token) ? lua::redlock::renew_shared.text() : lua::renew, keys,
+        is_shared_token(lease.token) ? lua::server::shared::renew.text() : std::string(lua::renew), keys,
         {lease.token, std::to_string(std::max(ttl, Millis(0)).count()), std::to_string(k_unrecorded_length.count())}));
     // Asked for the lock's own length (0), only the nodes know it: each
     // node gets the time for the length of the lease in hand, or the
@@ -268,6 +287,7 @@ private:
   struct Attempt {
     std::optional<Lease> lease;
     long long holder_pttl = -1;
+    bool split = false; // some nodes granted, not a majority
   };
 
   // Each node's share of the wait for one request: 5% of the lease, so a
@@ -349,7 +369,9 @@ private:
     return exclusive;
   }
 
-  Attempt attempt_once(const LockRequest &request) {
+  // One try on every node; `id`: the waiter's id in the nodes' queues (""
+  // for a try that does not wait).
+  Attempt attempt_once(const LockRequest &request, const std::string &id) {
     Keys keys = keys_for(m_config.lock_namespace, request.name);
     // A reader's token says so ("rd-"): renew and release of a lease
     // rebuilt from (name, token) know the layout.
@@ -358,7 +380,7 @@ private:
     std::string command = format_command(
         redlock_command(reader ? lua::redlock::acquire_shared.text() : lua::redlock::acquire.text(), keys,
                         {token, std::to_string(request.ttl.count()), request.holder.host,
-                         std::to_string(request.holder.pid), request.holder.user, request.holder.command}));
+                         std::to_string(request.holder.pid), request.holder.user, request.holder.command, id}));
     std::size_t majority = m_nodes->majority(), n = m_nodes->size();
     auto started = SteadyClock::now();
     auto answers =
@@ -411,6 +433,7 @@ private:
     }
     // Not ours: undo what the minority granted, at once.
     if (granted > 0) release_on(granting(answers), token, keys, node_timeout(request.ttl), false);
+    attempt.split = granted > 0;
     if (granted >= majority)
       throw UnavailableError(fmt::format("no quorum: {} of {} nodes granted the lock, but only after its validity "
                                          "window had passed",
@@ -452,8 +475,8 @@ private:
     // A partial grant is taken back quietly: announcing it would wake the
     // other contenders (and ourselves) without a lock to take.
     bool reader = is_shared_token(token);
-    std::string script = announce ? (reader ? lua::redlock::release_shared.text() : lua::release)
-                                  : (reader ? lua::redlock::take_back_shared.text() : lua::redlock::take_back);
+    std::string script = announce ? (reader ? lua::server::shared::release.text() : lua::server::release.text())
+                                  : (reader ? lua::redlock::take_back_shared.text() : lua::redlock::take_back.text());
     std::string request = format_command(announce ? redlock_command(script, keys, {token, keys.channel})
                                                   : redlock_command(script, keys, {token}));
     std::vector<std::string> requests;
@@ -494,9 +517,11 @@ private:
         by_token[token_hash].push_back(i);
         states.push_back(fmt::format("{} held", m_nodes->address(i)));
       }
+      // The node's queue, and older dlocks' waiters on the old channel.
+      std::int64_t waiters = reply.elements.size() > 5 ? std::max(integer_at(answer, 5), 0LL) : 0;
       const Reply &numsub = answer.replies[1];
-      if (numsub.type == Reply::Type::array && numsub.elements.size() == 2)
-        status.waiters = std::max<std::int64_t>(status.waiters.value_or(0), numsub.elements[1].integer);
+      if (numsub.type == Reply::Type::array && numsub.elements.size() == 2) waiters += numsub.elements[1].integer;
+      status.waiters = std::max<std::int64_t>(status.waiters.value_or(0), waiters);
     }
     if (reachable < m_nodes->majority())
       throw UnavailableError(fmt::format(
@@ -539,49 +564,12 @@ private:
     return status;
   }
 
-  // One subscriber per node that answers in time; nodes that do not are
-  // left out (the fallback delay still wakes the waiter).
-  std::vector<std::unique_ptr<Connection>> subscribe_all(const std::string &channel, Millis ttl) {
-    std::vector<std::unique_ptr<Connection>> subscribers;
-    for (std::size_t i = 0; i < m_nodes->size(); ++i) {
-      auto connection = m_nodes->connect_to(i);
-      try {
-        if (subscribe(*connection, channel, SteadyClock::now() + node_timeout(ttl)))
-          subscribers.push_back(std::move(connection));
-      } catch (const Error &failure) {
-        detail(1, "cannot subscribe at {}: {}", m_nodes->address(i), failure.what());
-      }
-    }
-    return subscribers;
-  }
-
-  // Until a release message arrives on any node, `wake`, or a signal.
-  static void wait_for_release(std::vector<std::unique_ptr<Connection>> &subscribers, SteadyClock::time_point wake,
-                               const Interrupt &interrupt) {
-    std::vector<pollfd> fds;
-    for (const auto &subscriber : subscribers)
-      fds.push_back({subscriber->fd(), POLLIN, 0});
-    fds.push_back({interrupt.fd(), POLLIN, 0});
-    for (;;) {
-      auto left = std::chrono::ceil<Millis>(wake - SteadyClock::now()).count();
-      if (left <= 0 || interrupt.requested()) return;
-      int ready = poll(fds.data(), fds.size(), static_cast<int>(left));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return;
-      bool message = false;
-      for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        try {
-          // What has arrived, but never past `wake`: a node that streams
-          // messages without end must not hold this loop.
-          while (SteadyClock::now() < wake && subscribers[i]->read(SteadyClock::now()))
-            message = true;
-        } catch (const Error &) {
-          fds[i].fd = -1; // that node went away; the others and the delay remain
-        }
-      }
-      if (message || fds.back().revents) return;
-    }
+  // A waiter that gives up leaves the nodes' queues (others may be woken
+  // now); a node that does not answer drops it once a wake-up finds its
+  // channel without a listener.
+  void leave_queues(const Keys &keys, const std::string &member, Millis ttl) {
+    m_nodes->exchange_all(format_command(redlock_command(lua::server::leave, keys, {member})), 1,
+                          SteadyClock::now() + node_timeout(ttl));
   }
 
   BackendConfig m_config;

@@ -1,10 +1,15 @@
 #include "backend/redis/redlock_shared.hpp"
 
+#include "backend/redis/queue.hpp"
 #include "backend/redis/resp.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <map>
+#include <poll.h>
 
 namespace dlock::backend::redis {
 
@@ -26,10 +31,7 @@ long long integer_at(const NodeAnswer &answer, std::size_t index) {
 
 std::vector<std::string> redlock_command(const std::string &script, const Keys &keys,
                                          std::initializer_list<std::string> args) {
-  std::vector<std::string> command = {"EVAL",    script,     "5",          keys.lock,
-                                      keys.info, keys.fence, keys.readers, keys.readers_info};
-  command.insert(command.end(), args);
-  return command;
+  return semaphore_command(script, keys, args);
 }
 
 std::size_t add_majority_readers(LockStatus &status, const std::vector<NodeAnswer> &answers, std::size_t majority) {
@@ -75,6 +77,52 @@ std::size_t add_majority_readers(LockStatus &status, const std::vector<NodeAnswe
             [](const HolderStatus &a, const HolderStatus &b) { return a.info.since < b.info.since; });
   status.holders = std::move(readers);
   return most;
+}
+
+RedlockListeners::RedlockListeners(const Nodes &nodes, const std::string &channel, Millis per_node) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto connection = nodes.connect_to(i);
+    try {
+      if (subscribe(*connection, channel, SteadyClock::now() + per_node)) {
+        m_subscribers.push_back(std::move(connection));
+        m_lost.push_back(false);
+      }
+    } catch (const Error &failure) {
+      detail(1, "cannot subscribe at {}: {}", nodes.address(i), failure.what());
+    }
+  }
+}
+
+void RedlockListeners::wait(SteadyClock::time_point wake, const Interrupt &interrupt, std::minstd_rand &random) {
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (std::size_t i = 0; i < m_subscribers.size(); ++i)
+      fds.push_back({m_lost[i] ? -1 : m_subscribers[i]->fd(), POLLIN, 0});
+    fds.push_back({interrupt.fd(), POLLIN, 0});
+    auto left = std::chrono::ceil<Millis>(wake - SteadyClock::now()).count();
+    if (left <= 0 || interrupt.requested()) return;
+    int ready = poll(fds.data(), fds.size(), static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0 || fds.back().revents) return;
+    bool turn = false;
+    for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      try {
+        // What has arrived, but never past `wake`: a node that streams
+        // messages without end must not hold this loop.
+        while (SteadyClock::now() < wake) {
+          std::optional<Reply> message = m_subscribers[i]->read(SteadyClock::now());
+          if (!message) break;
+          std::string_view what = message_text(*message);
+          if (what == "turn") turn = true;
+          if (what == "next") wake = std::min(wake, SteadyClock::now() + k_turn + Millis(100 + random() % 400));
+        }
+      } catch (const Error &) {
+        m_lost[i] = true; // that node went away; the others and the fallback time remain
+      }
+    }
+    if (turn) return;
+  }
 }
 
 } // namespace dlock::backend::redis

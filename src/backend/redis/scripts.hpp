@@ -59,54 +59,53 @@ redis.call('PEXPIRE', KEYS[2], ttl)
 return {1, ttl}
 )lua";
 
-// ARGV: token, channel. 1 if released (waiters are told), 0 if not the owner.
-inline constexpr const char *release = R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[2], 'released')
-return 1
-)lua";
-
 // The functions of the scripts on sorted sets of leases (a semaphore's
 // holders, readers: members the SHA-1 of a token, scored by the server
 // time in ms at which the lease ends, with a hash of fields per member),
 // on the locals `now` (server ms) and `micros` that the script declares
 // before them: num(x) (an integer string: Lua would print 1.7e+15),
-// forget(info, m) (a member's fields), drop_expired(set, info) and
-// expire_set(set, also) (make both keys end with the set's last lease, or
-// delete them when it is empty).
+// forget(info, m) (a member's fields), expire_set(set, also) (make both
+// keys end with the set's last lease, or delete them when it is empty) and
+// drop_expired(set, info). A single server's semaphore scripts set
+// `free_slots` to the key of its free slot numbers (server_scripts.hpp):
+// then a member that goes gives its slot back there, and that key ends
+// with the others.
 inline constexpr const char *lease_functions = R"lua(
 local function num(x) return string.format('%.0f', x) end
+local free_slots
 local function forget(info, m)
+  local by_slot = {}
+  if free_slots then
+    local slot = redis.call('HGET', info, m .. ':slot')
+    if slot then
+      redis.call('ZADD', free_slots, slot, slot)
+      by_slot = {'slot:' .. slot}
+    end
+  end
   redis.call('HDEL', info, m .. ':host', m .. ':pid', m .. ':user', m .. ':command', m .. ':since', m .. ':fence',
-             m .. ':ttl', m .. ':slot')
-end
-local function drop_expired(set, info)
-  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', num(now))
-  for _, m in ipairs(gone) do forget(info, m) end
-  if #gone > 0 then redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now)) end
+             m .. ':ttl', m .. ':slot', unpack(by_slot))
 end
 local function expire_set(set, also)
   local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
   if #last == 0 then
     redis.call('DEL', set, also)
+    if free_slots then redis.call('DEL', free_slots) end
     return
   end
   local left = num(math.max(tonumber(last[2]) - now, 1))
   redis.call('PEXPIRE', set, left)
   redis.call('PEXPIRE', also, left)
+  if free_slots then redis.call('PEXPIRE', free_slots, left) end
+end
+local function drop_expired(set, info)
+  local gone = redis.call('ZRANGEBYSCORE', set, '-inf', num(now))
+  for _, m in ipairs(gone) do forget(info, m) end
+  if #gone > 0 then
+    redis.call('ZREMRANGEBYSCORE', set, '-inf', num(now))
+    if free_slots then expire_set(set, info) end
+  end
 end
 )lua";
-
-// What Redlock's scripts on sorted sets of leases start with: the server
-// time read at once, then lease_functions.
-inline const Lazy lease_sets{[] {
-  return std::string(std::string(R"lua(
-local t = redis.call('TIME')
-local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now = math.floor(micros / 1000)
-)lua") + lease_functions);
-}};
 
 // Renewing a member of SET (a semaphore's slot, a reader's share), on a
 // single server or a Redlock node, after lease_functions, the time and the

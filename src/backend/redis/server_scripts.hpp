@@ -1,6 +1,6 @@
 #pragma once
 
-// The Lua scripts of the single-server Redis backend, on all nine keys of a
+// The Lua scripts of the single-server Redis backend, on all ten keys of a
 // lock (semaphore_command(); scripts.hpp has the keys they share with
 // Redlock). Besides KEYS[1..3] (the exclusive lock, its holder record and
 // the fence counter):
@@ -10,7 +10,11 @@
 // by the server's time in ms at which its lease ends; KEYS[5] its record
 // (hash): `limit` = N, and per member M the fields M:host, M:pid, M:user,
 // M:command, M:since, M:fence, M:ttl (its length) and M:slot (its number,
-// 0..N-1, unique among the live members). Both expire with the last lease.
+// 0..N-1, unique among the live members) and slot:K its holder (member)
+// for slot K. KEYS[10] the free slots: a sorted set of the numbers below
+// the highest taken that no live member has (scored by the number), so
+// that a new holder takes the lowest without reading every member. The
+// three expire with the last lease.
 //
 // KEYS[6] the readers of a shared lock (--shared; sorted set as the
 // semaphore's) and KEYS[7] their record (M:host, ... M:ttl), both
@@ -317,7 +321,7 @@ inline const Lazy force_release{[] {
 if redis.call('EXISTS', KEYS[1]) == 0 and live(KEYS[4]) == 0 and live(KEYS[6]) == 0 then
   return false
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[10])
 redis.call('PUBLISH', ARGV[1], 'released')
 q_wake()
 return result
@@ -338,7 +342,48 @@ return 1
 // The counting semaphore (--limit N) on KEYS[4] and KEYS[5].
 namespace dlock::backend::redis::lua::server::semaphore {
 
-inline constexpr const char *on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\ndrop_expired(SET, INFO)\n";
+inline constexpr const char *on_set =
+    "clock()\nlocal SET, INFO = KEYS[4], KEYS[5]\nfree_slots = KEYS[10]\ndrop_expired(SET, INFO)\n";
+
+// The lowest slot number no live member has, for a semaphore with `held`
+// live members (the expired ones dropped): the lowest of the free slots
+// (KEYS[10]: the numbers below the highest that members gave back), or
+// `held` when there are none, as every number below it is taken then. Not
+// a scan of the members: a hand-over costs the same with 500 held as with
+// one. Should the slot's owner in `slot:K` still hold (a member taken by a
+// dlock that kept no free slots gave its number up unseen), the members
+// are scanned once and the free slots written anew.
+inline constexpr const char *lowest_free_slot = R"lua(
+local function lowest_free_slot(held)
+  if held == 0 then
+    redis.call('DEL', KEYS[10])
+    return 0
+  end
+  local slot = held
+  local lowest = redis.call('ZRANGE', KEYS[10], 0, 0)[1]
+  if lowest then
+    redis.call('ZREM', KEYS[10], lowest)
+    slot = tonumber(lowest)
+  end
+  local owner = redis.call('HGET', KEYS[5], 'slot:' .. num(slot))
+  if not owner or not redis.call('ZSCORE', KEYS[4], owner) then return slot end
+  local used, highest = {}, -1
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    local taken = tonumber(redis.call('HGET', KEYS[5], m .. ':slot'))
+    if taken then
+      used[taken] = true
+      highest = math.max(highest, taken)
+    end
+  end
+  redis.call('DEL', KEYS[10])
+  slot = 0
+  while used[slot] do slot = slot + 1 end
+  for free = slot + 1, highest do
+    if not used[free] then redis.call('ZADD', KEYS[10], free, num(free)) end
+  end
+  return slot
+end
+)lua";
 
 // ARGV: token, ttl ms, N, host, pid, user, command, the waiter's id ('':
 // a try). {1, fence, slot} when taken (again, with its fence and slot, if
@@ -349,7 +394,7 @@ inline constexpr const char *on_set = "clock()\nlocal SET, INFO = KEYS[4], KEYS[
 // ''} while live readers hold it as a shared lock. The fence comes from
 // the name's one counter, as the exclusive lock's.
 inline const Lazy acquire{[] {
-  return std::string(prelude.text() + on_set + R"lua(
+  return std::string(prelude.text() + on_set + lowest_free_slot + R"lua(
 local kind = 's' .. ARGV[3]
 local me = ARGV[8] ~= '' and (kind .. ':' .. ARGV[8]) or nil
 if redis.call('EXISTS', KEYS[1]) == 1 then return q_refuse(me, {3, redis.call('PTTL', KEYS[1])}) end
@@ -364,18 +409,13 @@ if held then return {1, held[1] or '0', held[2] or ''} end
 local free = (slots > 0 and limit ~= ARGV[3]) and 0 or math.max((tonumber(ARGV[3]) or 0) - slots, 0)
 if not q_admits(kind, me, free) then return q_busy(me) end
 if me then q_drop(me) end
-local used = {}
-for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-  local taken = tonumber(redis.call('HGET', KEYS[5], m .. ':slot'))
-  if taken then used[taken] = true end
-end
-local slot = 0
-while used[slot] do slot = slot + 1 end
+local slot = lowest_free_slot(slots)
 local fence = new_fence()
 redis.call('ZADD', KEYS[4], score, member)
 redis.call('HSET', KEYS[5], 'limit', ARGV[3], member .. ':host', ARGV[4], member .. ':pid', ARGV[5],
            member .. ':user', ARGV[6], member .. ':command', ARGV[7], member .. ':since', num(now),
-           member .. ':fence', fence, member .. ':ttl', ARGV[2], member .. ':slot', num(slot))
+           member .. ':fence', fence, member .. ':ttl', ARGV[2], member .. ':slot', num(slot), 'slot:' .. num(slot),
+           member)
 expire_set(KEYS[4], KEYS[5])
 return {1, fence, num(slot)}
 )lua");

@@ -35,38 +35,38 @@ std::string four_letter_word(const net::Address &address, const char *word, net:
   throw UnavailableError(fmt::format("{}: {}", where, stream.error()));
 }
 
-std::string server_closing_new_connections(const std::vector<net::Address> &servers, Millis wait) {
-  // Rounds of one silent connection to each of the first three servers,
-  // watched together, until one is closed or `wait` has passed: a server
-  // at its limit may have just let one connection in (a slot freed for a
-  // moment), so one probe is not enough to say it does not refuse.
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto round_end = std::min(deadline, std::chrono::steady_clock::now() + Millis(250));
-    std::vector<std::pair<std::string, UniqueFd>> open;
-    for (std::size_t i = 0; i < servers.size() && i < 3; ++i) {
-      std::string where = servers[i].display();
-      try {
-        open.emplace_back(where, net::connect_tcp(servers[i], round_end, where, wait));
-      } catch (const Error &) {
-        // not reached: not this kind of refusal
+std::string ClosingProbe::watch(net::Deadline until) {
+  if (!m_closing.empty()) return m_closing;
+  for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    // At most four to each server: a server that does not close them
+    // counts them against its limit until the probe ends.
+    if (now >= m_next_round && m_probes.size() < 4 * std::min<std::size_t>(m_servers.size(), 3)) {
+      m_next_round = now + Millis(250);
+      for (std::size_t i = 0; i < m_servers.size() && i < 3; ++i) {
+        std::string where = m_servers[i].display();
+        try {
+          m_probes.push_back(net::connect_tcp(m_servers[i], std::max(until, now + Millis(100)), where, Millis(250)));
+          m_names.push_back(where);
+          m_items.push_back({m_probes.back().get(), POLLIN, 0});
+        } catch (const Error &) {
+          // not reached: not this kind of refusal
+        }
       }
     }
-    if (open.empty()) return {};
-    std::vector<pollfd> items;
-    for (const auto &[host, fd] : open)
-      items.push_back({fd.get(), POLLIN, 0});
-    while (poll(items.data(), items.size(), net::millis_until(round_end)) > 0) {
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        if (!items[i].revents) continue;
+    if (m_probes.empty()) return {};
+    auto wait_until = std::min(until, m_next_round);
+    if (poll(m_items.data(), m_items.size(), now >= until ? 0 : net::millis_until(wait_until)) > 0) {
+      for (std::size_t i = 0; i < m_items.size(); ++i) {
+        if (!m_items[i].revents) continue;
         char byte = 0;
-        ssize_t got = recv(items[i].fd, &byte, 1, MSG_DONTWAIT);
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) return open[i].first;
-        items[i].events = 0; // it spoke: not what a refusal at accept does
+        ssize_t got = recv(m_items[i].fd, &byte, 1, MSG_DONTWAIT);
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) return m_closing = m_names[i];
+        m_items[i].fd = -1; // it spoke: not what a refusal at accept does
       }
     }
+    if (std::chrono::steady_clock::now() >= until) return {};
   }
-  return {};
 }
 
 std::string line_value(const std::string &text, std::string_view key) {

@@ -2,7 +2,10 @@
 
 #include "backend/backend.hpp"
 #include "core/duration.hpp"
+#include "core/unique_fd.hpp"
 #include "net/net.hpp"
+
+#include <poll.h>
 
 #include <string>
 #include <string_view>
@@ -16,12 +19,28 @@ namespace dlock::backend::zookeeper {
 std::string four_letter_word(const net::Address &address, const char *word, net::Deadline deadline,
                              const std::string &where, Millis timeout);
 
-// The first of (at most three of) `servers` that closes a new connection
-// at once, before the client has said anything, as ZooKeeper does to an
-// address that already holds maxClientCnxns connections, as it is
-// displayed; empty when none does within `wait`. For the message of a
-// session that could not be set up.
-std::string server_closing_new_connections(const std::vector<net::Address> &servers, Millis wait);
+// Silent connections to (at most three of) `servers`, watched for one the
+// server closes at once, before the client has said anything, as ZooKeeper
+// does to an address that already holds maxClientCnxns connections. For
+// the message of a session that could not be set up. One more connection
+// to each server every 250ms, four at most (a server at its limit may let
+// one in while a slot is free for a moment), all kept open until the probe
+// ends: a loaded server can take seconds to accept and close one.
+class ClosingProbe {
+public:
+  explicit ClosingProbe(std::vector<net::Address> servers) : m_servers(std::move(servers)) {}
+  // Watches until `until` (once, without waiting, when it has passed): the
+  // server that closed a connection, as it is displayed, or empty.
+  std::string watch(net::Deadline until);
+
+private:
+  std::vector<net::Address> m_servers;
+  std::vector<std::string> m_names;
+  std::vector<UniqueFd> m_probes;
+  std::vector<pollfd> m_items;
+  net::Deadline m_next_round{};
+  std::string m_closing;
+};
 
 // The value after `key` on its line of such an answer ("Mode:" gives
 // "leader"), trimmed; empty if absent.

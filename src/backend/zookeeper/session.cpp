@@ -207,6 +207,9 @@ Session::Session(const SessionOptions &options) : m_options(options) {
   }
   auto deadline = SteadyClock::now() + options.connect_timeout;
   std::size_t hosts = options.addresses.size();
+  // Started at the first connection the server closes before a session
+  // (see below), and watched while the client tries again.
+  std::optional<ClosingProbe> probe;
   for (;;) {
     int state = m_state.load();
     if (state == ZOO_CONNECTED_STATE) break;
@@ -217,28 +220,36 @@ Session::Session(const SessionOptions &options) : m_options(options) {
     bool closed = false; // the server closed each connection before a session was set up
     {
       std::lock_guard lock(g_log_mutex);
+      // What the client says of a server that closed the connection
+      // (EHOSTDOWN: it read end-of-file).
+      closed = g_last_error == std::strerror(EHOSTDOWN) || g_last_error == std::strerror(EPIPE) ||
+               g_last_error == std::strerror(ECONNRESET);
       // Every address refused: nothing listens there, no point waiting.
       if (static_cast<std::size_t>(g_refused) >= hosts) {
         cause = "connection refused";
+        closed = false;
       } else if (SteadyClock::now() >= deadline) {
         cause = last_frame_refusal();
         if (!cause.empty()) {
           hint = "is that a ZooKeeper server?";
+          closed = false;
         } else {
           cause = g_last_error.empty() ? fmt::format("no session within {}", format_duration(options.connect_timeout))
                                        : g_last_error;
-          // What the client says of a server that closed the connection
-          // (EHOSTDOWN: it read end-of-file).
-          closed =
-              cause == std::strerror(EHOSTDOWN) || cause == std::strerror(EPIPE) || cause == std::strerror(ECONNRESET);
         }
       }
     }
-    if (closed) {
-      // At accept, before reading anything, is where a server over its
-      // maxClientCnxns closes; a member without a quorum reads the
-      // handshake first. (Asked without the log's lock held.)
-      if (std::string closing = server_closing_new_connections(options.addresses, Millis(1000)); !closing.empty()) {
+    // At accept, before reading anything, is where a server over its
+    // maxClientCnxns closes; a member without a quorum reads the handshake
+    // first. Silent connections of our own tell the two apart: started at
+    // the first close the client sees, so that a loaded server has the
+    // rest of --connect-timeout to close one; at most a second more is
+    // given after it, on top of --connect-timeout for every other cause of
+    // this failure. (Asked without the log's lock held.)
+    if (closed && !probe) probe.emplace(options.addresses);
+    if (probe) probe->watch(SteadyClock::now());
+    if (closed && !cause.empty()) {
+      if (std::string closing = probe->watch(SteadyClock::now() + Millis(1000)); !closing.empty()) {
         cause = fmt::format("{} closes every new connection at once", closing);
         hint = "ZooKeeper does so when this address already holds maxClientCnxns connections, 60 by default, and "
                "each running dlock holds one: raise maxClientCnxns in zoo.cfg (0: no limit) or start fewer at once;";
