@@ -12,6 +12,7 @@ waiter is blocked, through a few lines of the wire protocol (the python
 running the bench need not have psycopg2).
 """
 
+import ctypes
 import glob
 import hashlib
 import os
@@ -23,12 +24,21 @@ import socket
 import struct
 import subprocess
 
+from processes import BenchError
 from servers import Server, ServerError, free_port, pdeathsig_prefix
 
 DATABASE = "dlock"
 ROLE = "dlock"
 SUPERUSER = "postgres"
+# The authentication setups dlock is compared with the libpq C client in
+# (issue 22 point 4), each its own role or transport on the same server; the
+# first is the one every other pg measurement uses. unix-peer logs in as the
+# system user running the bench, with a role of that name.
+SETUPS = ("tcp-scram", "tcp-md5", "tcp-trust", "unix-peer", "unix-scram")
+MD5_ROLE = "dlock_md5"
+TRUST_ROLE = "dlock_trust"
 INITDB_TIMEOUT_S = 120.0
+PQ_LOCK_SOURCE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "pq_lock.c")
 # dlock's documented key for lock NAME in namespace NS: the first 8 bytes of
 # sha256('NS NAME'), big-endian and signed, computed by the server.
 KEY_SQL = "(('x' || left(encode(sha256(convert_to({}, 'UTF8')), 'hex'), 16))::bit(64)::bigint)"
@@ -65,6 +75,10 @@ def missing(bindir, python):
 
 def advisory_key(text):
     return struct.unpack(">q", hashlib.sha256(text.encode()).digest()[:8])[0]
+
+
+def sql_ident(name):
+    return '"' + name.replace('"', '""') + '"'
 
 
 def sql_literal(text):
@@ -159,6 +173,7 @@ class PostgresServer(Server):
         self.data_dir = os.path.join(self.home, "data")
         self.run_as = SUPERUSER if os.geteuid() == 0 else None
         self.password = secrets.token_hex(16)
+        self.peer_role = pwd.getpwuid(os.geteuid()).pw_name
         self.admin = None
 
     def launch_prefix(self):
@@ -176,6 +191,11 @@ class PostgresServer(Server):
         try:
             setup.query(f"CREATE ROLE {ROLE} LOGIN PASSWORD {sql_literal(self.password)}")
             setup.query(f"CREATE DATABASE {DATABASE} OWNER {ROLE}")
+            setup.query(f"CREATE ROLE {TRUST_ROLE} LOGIN")
+            if self.peer_role not in (ROLE, SUPERUSER, TRUST_ROLE, MD5_ROLE):
+                setup.query(f"CREATE ROLE {sql_ident(self.peer_role)} LOGIN")
+            setup.query("SET password_encryption = 'md5'")
+            setup.query(f"CREATE ROLE {MD5_ROLE} LOGIN PASSWORD {sql_literal(self.password)}")
         finally:
             setup.close()
         self.admin = Wire(self.socket_path, DATABASE)
@@ -196,9 +216,15 @@ class PostgresServer(Server):
                              stdout=self.log_fd, stderr=self.log_fd, timeout=INITDB_TIMEOUT_S)
         if out.returncode != 0:
             raise ServerError(f"initdb exited with {out.returncode}")
-        # Rewritten in place, so it stays the server user's.
+        # Rewritten in place, so it stays the server user's. The first line
+        # that matches a connection decides.
         with open(os.path.join(self.data_dir, "pg_hba.conf"), "w") as f:
-            f.write(f"local all {SUPERUSER} trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+            f.write(f"local {DATABASE} {sql_ident(self.peer_role)} peer\n"
+                    f"local {DATABASE} {ROLE} scram-sha-256\n"
+                    f"local all {SUPERUSER} trust\n"
+                    f"host {DATABASE} {MD5_ROLE} 127.0.0.1/32 md5\n"
+                    f"host {DATABASE} {TRUST_ROLE} 127.0.0.1/32 trust\n"
+                    "host all all 127.0.0.1/32 scram-sha-256\n")
 
     def pick_ports(self):
         self.port = free_port()
@@ -225,7 +251,27 @@ class PostgresServer(Server):
 
     @property
     def url(self):
-        return f"postgresql://{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
+        return self.setup_url(SETUPS[0])
+
+    def setup_role(self, setup):
+        return {"tcp-md5": MD5_ROLE, "tcp-trust": TRUST_ROLE, "unix-peer": self.peer_role}.get(setup, ROLE)
+
+    def setup_url(self, setup):
+        """dlock's backend URL for one of SETUPS: over TCP to 127.0.0.1, or
+        over the unix socket in self.home."""
+        role = self.setup_role(setup)
+        if setup.startswith("unix-"):
+            return f"postgresql://{role}@/{DATABASE}?host={self.home}&port={self.port}"
+        return f"postgresql://{role}@127.0.0.1:{self.port}/{DATABASE}"
+
+    def setup_conninfo(self, setup):
+        """The libpq C client's conninfo for the same setup."""
+        host = self.home if setup.startswith("unix-") else "127.0.0.1"
+        return f"host={host} port={self.port} dbname={DATABASE} user={self.setup_role(setup)}"
+
+    @staticmethod
+    def setup_has_password(setup):
+        return setup.endswith(("-scram", "-md5"))
 
     def check_key(self, text):
         """Insists that the server computes the key the bench looks for in pg_locks."""
@@ -280,14 +326,33 @@ sys.exit(status)
 """
 
 
-def libpq_conninfo(port):
-    """The conninfo of the libpq C client (scripts/bench.d/pq_lock.c): what
-    the psycopg2 script passes to psycopg2.connect, which hands it to libpq
-    as such; the password comes from PGPASSWORD."""
-    return f"host=127.0.0.1 port={port} dbname={DATABASE} user={ROLE}"
-
-
 def write_psycopg2_lock(path, port, name):
     with open(path, "w") as f:
         f.write(PSYCOPG2_LOCK.format(port=port, name=name, database=DATABASE, role=ROLE,
                                      key_sql=KEY_SQL.format("%s")))
+
+
+def build_pq_lock(cc, binary):
+    """Compiles the libpq C client (pq_lock.c) into binary with cc; returns
+    the version of the libpq it is linked with. Dynamically linked, as a
+    program on libpq is: loading libpq is part of the floor."""
+    include = "/usr/include/postgresql"
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--includedir"], capture_output=True, text=True)
+        include = out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else include
+    argv = [cc, "-O2", f"-I{include}", "-o", binary, PQ_LOCK_SOURCE, "-lpq"]
+    out = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        why = next((line.strip() for line in lines if "error" in line), lines[-1] if lines else "no message")
+        raise BenchError(f"cannot compile {PQ_LOCK_SOURCE} with {cc} -I{include} -lpq (needed for pg: "
+                         f"libpq's headers and library, libpq-dev on Debian, scripts/install-deps "
+                         f"installs it; --only file needs no servers): {why}")
+    # PQlibVersion() of the libpq the dynamic loader gives the C client.
+    try:
+        ldd = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=5).stdout
+        path = next(line.split("=>")[1].split()[0] for line in ldd.splitlines() if "libpq.so" in line)
+        v = ctypes.CDLL(path).PQlibVersion()
+    except (OSError, StopIteration, IndexError, AttributeError, subprocess.SubprocessError):
+        return "libpq (unknown version)"
+    return f"libpq {v // 10000}.{v % 10000}"

@@ -1,7 +1,7 @@
 /* The lock a C programmer writes with libpq, for scripts/bench's pg section,
  * compiled on the fly into the bench's temp dir (cc ... -lpq).
  *
- *   pq_lock CONNINFO KEYTEXT CMD [ARG...]
+ *   pq_lock [--fence] CONNINFO KEYTEXT CMD [ARG...]
  *
  * Does what the bench's psycopg2 script does, with nothing in between:
  * connect with CONNINFO (the password comes from PGPASSWORD, which libpq
@@ -11,7 +11,13 @@
  * PATH and wait for it, SELECT pg_advisory_unlock on the same key, PQfinish.
  * The session is in autocommit (no BEGIN), so no transaction stays open
  * while CMD runs. Exits with CMD's status (128 + signal if it was killed);
- * on any libpq failure, prints libpq's message and exits 1. */
+ * on any libpq failure, prints libpq's message and exits 1.
+ *
+ * --fence also takes a fencing token the way dlock does, in the lock's own
+ * statement: the transaction's id, made durable by a transactional logical
+ * message, so that its commit waits for the WAL flush (a crash can then
+ * never hand the same number out again); CMD gets it as DLOCK_FENCE. The
+ * bench shows with it how much of dlock's time is that flush. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +30,24 @@
 
 #define KEY_SQL "(('x' || left(encode(sha256(convert_to($1::text, 'UTF8')), 'hex'), 16))::bit(64)::bigint)"
 
+#define FENCE_SQL                                                                                                \
+  "SELECT txid_current(), pg_logical_emit_message(true, 'dlock', '') FROM (SELECT pg_advisory_lock(" KEY_SQL        \
+  ") OFFSET 0) s"
+
 static int lock_call(PGconn *conn, const char *function, const char *keytext) {
-  char sql[256];
-  snprintf(sql, sizeof sql, "SELECT %s(" KEY_SQL ")", function);
+  char sql[512];
+  if (strcmp(function, "fence") == 0)
+    snprintf(sql, sizeof sql, "%s", FENCE_SQL);
+  else
+    snprintf(sql, sizeof sql, "SELECT %s(" KEY_SQL ")", function);
   const char *params[1] = {keytext};
   PGresult *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
   int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
   /* pg_advisory_unlock answers false when the session did not hold the key. */
-  if (ok && strcmp(function, "pg_advisory_unlock") == 0 && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+  if (ok && strcmp(function, "fence") == 0 && setenv("DLOCK_FENCE", PQgetvalue(res, 0, 0), 1) != 0) {
+    perror("pq_lock: setenv");
+    ok = 0;
+  } else if (ok && strcmp(function, "pg_advisory_unlock") == 0 && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
     fprintf(stderr, "pq_lock: %s: the session did not hold the key\n", function);
     ok = 0;
   } else if (!ok) {
@@ -42,8 +58,11 @@ static int lock_call(PGconn *conn, const char *function, const char *keytext) {
 }
 
 int main(int argc, char **argv) {
+  int fence = argc > 1 && strcmp(argv[1], "--fence") == 0;
+  argv += fence;
+  argc -= fence;
   if (argc < 4) {
-    fprintf(stderr, "usage: pq_lock CONNINFO KEYTEXT CMD [ARG...]\n");
+    fprintf(stderr, "usage: pq_lock [--fence] CONNINFO KEYTEXT CMD [ARG...]\n");
     return 64;
   }
   PGconn *conn = PQconnectdb(argv[1]);
@@ -52,7 +71,7 @@ int main(int argc, char **argv) {
     PQfinish(conn);
     return 1;
   }
-  if (!lock_call(conn, "pg_advisory_lock", argv[2])) {
+  if (!lock_call(conn, fence ? "fence" : "pg_advisory_lock", argv[2])) {
     PQfinish(conn);
     return 1;
   }

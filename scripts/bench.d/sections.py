@@ -11,7 +11,8 @@ import time
 import postgres
 import servers
 from processes import BenchError, Deadline, Timeout
-from report import ETCD, ETCDCTL, KAZOO, LIBPQ, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of, tool_version
+from report import (ETCD, ETCDCTL, KAZOO, LIBPQ, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of,
+                    pg_setup_contenders, tool_version)
 
 TRIAL_TIMEOUT_S = 10.0
 LOCK_NAME = "x"
@@ -75,11 +76,16 @@ class ServerSections:
             self.pg.check_key(f"dlock {LOCK_NAME}")
         except (servers.ServerError, OSError, subprocess.SubprocessError) as e:
             raise BenchError(f"cannot start the bench's PostgreSQL: {e}{self.server_log_tail()}") from e
-        self.backends[PG] = self.pg.url
-        self.envs[PG] = {**self.env, "DLOCK_PASSWORD": self.pg.password}
+        # dlock and the libpq C client in each authentication setup, the
+        # first under the plain keys PG, LIBPQ and LIBPQ_FENCE (pg_setup_contenders).
+        for setup, (dlock, libpq, fenced) in zip(postgres.SETUPS, pg_setup_contenders()):
+            self.backends[dlock] = self.pg.setup_url(setup)
+            self.pq_lock_argvs[libpq] = [self.pq_lock, self.pg.setup_conninfo(setup)]
+            self.pq_lock_argvs[fenced] = [self.pq_lock, "--fence", self.pg.setup_conninfo(setup)]
+            if self.pg.setup_has_password(setup):
+                self.envs[dlock] = {**self.env, "DLOCK_PASSWORD": self.pg.password}
+                self.envs[libpq] = self.envs[fenced] = {**self.env, "PGPASSWORD": self.pg.password}
         self.envs[PSYCOPG2] = {**self.env, "PGPASSWORD": self.pg.password}
-        self.envs[LIBPQ] = {**self.env, "PGPASSWORD": self.pg.password}
-        self.pq_lock_conninfo = postgres.libpq_conninfo(self.pg.port)
         postgres.write_psycopg2_lock(self.psycopg2_lock, self.pg.port, LOCK_NAME)
         self.pg_waiting_sql = self.pg.waiting_query(f"dlock {LOCK_NAME}")
 
