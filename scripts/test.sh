@@ -7,8 +7,23 @@
 # ctest (e.g. -R e2e) and skip the chaos run. DLOCK_SANITIZE=address;undefined
 # or thread builds a sanitized tree in build-<sanitizer> instead (and skips
 # the chaos run too).
+#
+# --quick (first argument): the build, the unit tests, the conformance suite
+# on file and Redis and the end-to-end core on the file backend, a few
+# minutes, for the edit-and-test loop; CI and anything that touches a
+# backend, the runner's timing or the harness runs the whole suite.
+#
+# Either way the suite fails if a test left a file in the source tree that
+# git did not show before it began: tests write only under their temp dirs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+quick=''
+if [ "${1:-}" = --quick ]; then
+  quick=1
+  shift
+fi
+untracked_before=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
 
 scripts/install-deps
 
@@ -37,7 +52,18 @@ fi
 cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 scripts/gen-man --check
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
-if [ $# -eq 0 ] && [ -z "${DLOCK_SANITIZE:-}" ]; then
+if [ -n "$quick" ]; then
+  ctest --test-dir "$build" --output-on-failure -j"$(nproc)" \
+    -R '^(unit:|conformance: (file|redis)$|e2e: )' "$@"
+else
+  ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+fi
+if [ -z "$quick" ] && [ $# -eq 0 ] && [ -z "${DLOCK_SANITIZE:-}" ]; then
   DLOCK="$PWD/$build/dlock" scripts/chaos --quick
+fi
+untracked_after=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
+if [ "$untracked_after" != "$untracked_before" ]; then
+  echo "test.sh: the tests changed the source tree (tests write only under their temp dirs):" >&2
+  diff <(echo "$untracked_before") <(echo "$untracked_after") | sed -n 's/^> /  /p' >&2
+  exit 1
 fi
