@@ -1,6 +1,7 @@
 """The hand-over measurement of scripts/bench: from the end of the lock
 holder's job to the start of the blocked waiter's job, for dlock on each
-backend and for the tools of each engine, measured alike. Mixed into the
+backend, for the tools of each engine and for the libpq C client with
+dlock's fence on PostgreSQL (pq_lock --fence), measured alike. Mixed into the
 Bench class of scripts/bench, whose spawn, wait, lock_argv and the server
 detectors of sections.py it uses."""
 
@@ -12,7 +13,7 @@ import time
 
 import servers
 from processes import BenchError, Deadline, Timeout
-from report import DLOCKS, ETCD, ETCDCTL, FILE, KAZOO, PG, PSYCOPG2, REDIS, REDIS_CLI, REDIS_PY, ZK
+from report import DLOCKS, ETCD, ETCDCTL, FILE, KAZOO, LIBPQ_FENCE, PG, PSYCOPG2, REDIS, REDIS_CLI, REDIS_PY, ZK
 from sections import ETCD_LOCK_PREFIX, ETCDCTL_LOCK_PREFIX, LOCK_NAME, TRIAL_TIMEOUT_S
 
 HANDOVER_WARMUP = 2
@@ -71,6 +72,7 @@ class HandOver:
         # seen on the server, whichever client made it.
         server_side = {ZK: self.zk_waiter_watches_holder, KAZOO: self.zk_waiter_watches_holder,
                        PG: self.pg_waiter_blocked, PSYCOPG2: self.pg_waiter_blocked,
+                       LIBPQ_FENCE: self.pg_waiter_blocked,
                        ETCD: lambda: self.etcd_waiter_watches(ETCD_LOCK_PREFIX),
                        ETCDCTL: lambda: self.etcd_waiter_watches(ETCDCTL_LOCK_PREFIX)}
         if who in server_side:

@@ -11,7 +11,7 @@ import time
 import postgres
 import servers
 from processes import BenchError, Deadline, Timeout
-from report import (ETCD, ETCDCTL, KAZOO, LIBPQ, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of,
+from report import (ETCD, ETCDCTL, KAZOO, LIBPQ, LIBPQ_FENCE, PG, PSYCOPG2, REDIS, REDIS_CLI, REDLOCK, ZK, filesystem_of,
                     pg_setup_contenders, tool_version)
 
 TRIAL_TIMEOUT_S = 10.0
@@ -197,8 +197,10 @@ class ServerSections:
     def verify_pg_used(self):
         # All must take the documented key on the bench's server: while the
         # bench's own session holds it, dlock finds x busy (exit 75), and the
-        # psycopg2 script and then the libpq C client each wait for it in
-        # pg_locks (one more ungranted request each) until the bench lets go.
+        # psycopg2 script, then the libpq C client, then the C client with the
+        # fence (a hand-over contender, seen blocked the same way) each wait
+        # for it in pg_locks (one more ungranted request each) until the
+        # bench lets go.
         self.pg.hold(f"dlock {LOCK_NAME}")
         clients = []
         try:
@@ -207,7 +209,8 @@ class ServerSections:
             if busy.returncode != 75:
                 raise BenchError(f"dlock run {LOCK_NAME} on {self.pg.url} exited with {busy.returncode} while the bench "
                                  f"held the lock's key, not 75 (busy): {busy.stderr.strip()}")
-            for who, what in ((PSYCOPG2, self.psycopg2_lock), (LIBPQ, self.pq_lock)):
+            for who, what in ((PSYCOPG2, self.psycopg2_lock), (LIBPQ, self.pq_lock),
+                              (LIBPQ_FENCE, self.pq_lock + " --fence")):
                 clients.append((self.spawn(self.run_argv(who), env=self.envs[who]), what))
                 waiting_before = len(clients) - 1
                 self.wait_for_waiter(lambda: self.pg.waiting(self.pg_waiting_sql) > waiting_before, clients[-1][0], 0.001)
