@@ -15,16 +15,16 @@ use_etcd
 closed=$(free_port)
 closed2=$(free_port)
 nothing=etcd://127.0.0.1:$closed
-check_unavailable_commands "nothing listening" 1000 "$nothing"
-check_unavailable "renew, nothing listening" 1000 "$DLOCK_BIN" -b "$nothing" renew u 1234abcd
-check_unavailable "run, two addresses, nothing listening on either" 1000 \
+check_unavailable_commands "nothing listening" 1900 "$nothing"
+check_unavailable "renew, nothing listening" 1900 "$DLOCK_BIN" -b "$nothing" renew u 1234abcd
+check_unavailable "run, two addresses, nothing listening on either" 1900 \
   "$DLOCK_BIN" -b "etcd://127.0.0.1:$closed,127.0.0.1:$closed2" run u -- touch "$tmpdir/ran"
 case $err in *"$closed"*"$closed2"* | *"$closed2"*"$closed"*) ;; *) fail "the message does not name both endpoints tried: $err" ;; esac
 
 # A listener that accepts and never writes a byte: --connect-timeout bounds
 # every round trip.
 start_silent_listener
-check_silent_server "etcd://127.0.0.1:$SILENT_PORT" 1500 3500
+check_silent_server "etcd://127.0.0.1:$SILENT_PORT" 2000 4500
 
 # Fail-over: member 1, the first endpoint of the URL, stopped.
 etcd_stop 1

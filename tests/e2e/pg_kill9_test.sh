@@ -63,7 +63,7 @@ wait_until -t 5 test -s "$tmpdir/got" ||
   fail "the waiter did not get the lock within 5 s after kill -9 of the holder (--ttl 30s); stderr: $(cat "$tmpdir/waiter.err")"
 elapsed=$(($(cat "$tmpdir/got") - killed))
 echo "the waiter got the lock ${elapsed} ms after kill -9 of the holder (--ttl 30s)"
-[ "$elapsed" -le 1000 ] || fail "the waiter got the lock only ${elapsed} ms after kill -9 of the holder"
+[ "$elapsed" -le 2000 ] || fail "the waiter got the lock only ${elapsed} ms after kill -9 of the holder (a blocked pg_advisory_lock is granted as the session ends; 2 s is room for a loaded machine, far below the 30 s lease)"
 wait_exit "$waiter" 5
 [ "$rc" = 0 ] || fail "the waiter exited $rc; stderr: $(cat "$tmpdir/waiter.err")"
 [ "$(cat "$tmpdir/got.fence")" -gt "$holder_fence" ] ||
@@ -72,10 +72,10 @@ wait_exit "$waiter" 5
 # No waiter: a run tried right after the kill gets the lock within a second.
 start_killable two
 kill9 two
-wait_until -t 1 "${DL[@]}" run "$name" -- true 2>/dev/null </dev/null ||
-  fail "run $name still did not get the lock 1 s after kill -9 of its holder (--ttl 30s); status: $("${DL[@]}" status "$name" 2>&1)"
+wait_until -t 5 "${DL[@]}" run "$name" -- true 2>/dev/null </dev/null ||
+  fail "run $name still did not get the lock 5 s after kill -9 of its holder (--ttl 30s); status: $("${DL[@]}" status "$name" 2>&1)"
 echo "a run got the lock $(($(now_ms) - killed)) ms after the second kill -9"
 no_session() { [ "$(pg_sessions "$name")" = 0 ]; }
-wait_until -t 2 no_session || fail "sessions 'dlock:$name' are left after everything ended: $(pg_sessions "$name")"
+wait_until -t 5 no_session || fail "sessions 'dlock:$name' are left after everything ended: $(pg_sessions "$name")"
 is_free "$name" || fail "the lock is still held after every run ended"
 pass

@@ -28,7 +28,7 @@ holder=$(pg_holder_pid "$key")
 since=$(now_ms)
 terminated=$(pg_sql "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'dlock:$name') t WHERE ok")
 [ "$terminated" = 1 ] || fail "pg_terminate_backend ended $terminated sessions, expected 1"
-check_job_stopped "$since" 1000 "pg_terminate_backend of its session (--ttl 30s)"
+check_job_stopped "$since" 3000 "pg_terminate_backend of its session (--ttl 30s; the next renewal 10 s away)"
 grep -qiE 'session|terminat|connection' "$tmpdir/job.err" ||
   fail "the message does not name the cause (the session ended): $(cat "$tmpdir/job.err")"
 

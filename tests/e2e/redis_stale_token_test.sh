@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A lease taken by acquire --ttl 1s lapses on the server; the next holder's
+# A lease taken by acquire --ttl 2s lapses on the server; the next holder's
 # lock is then safe from the old token: release and renew with it exit 3 and
 # leave the new holder's lock, lease and fence alone.
 SCENARIO="redis: a stale token leaves the new holder's lock alone"
@@ -7,15 +7,17 @@ SCENARIO="redis: a stale token leaves the new holder's lock alone"
 use_redis
 
 lock_key=$(redis_key stale lock)
-capture "${DL[@]}" acquire stale --ttl 1s
-[ "$rc" = 0 ] || fail "acquire stale --ttl 1s exited $rc; stderr: $err"
+# (2 s, timed from before acquire was called: a loaded machine's process
+# starts between acquire and the first look must not use the lease up.)
+started=$(now_ms)
+capture "${DL[@]}" acquire stale --ttl 2s
+[ "$rc" = 0 ] || fail "acquire stale --ttl 2s exited $rc; stderr: $err"
 old=$out
 [ -n "$old" ] || fail "acquire printed no token"
-started=$(now_ms)
 is_held stale || fail "lock stale is not held right after acquire"
-wait_until -t 3 is_free stale || fail "a 1 s lease was still held after 3 s"
+wait_until -t 6 is_free stale || fail "a 2 s lease was still held after 6 s"
 elapsed=$(($(now_ms) - started))
-[ "$elapsed" -ge 700 ] || fail "the 1 s lease ended after only ${elapsed} ms"
+[ "$elapsed" -ge 1980 ] || fail "the 2 s lease ended after only ${elapsed} ms"
 [ "$("$RCLI" EXISTS "$lock_key")" = 0 ] || fail "status says free but $lock_key is still on the server"
 
 capture "${DL[@]}" acquire stale --ttl 30s --json

@@ -43,9 +43,10 @@ is_free s2 || fail "lock s2 still held after dlock exited"
 
 # The same, but the job's main process exits at once and leaves the setsid
 # grandchild behind: dlock still waits for it (holding the lock) and stops it
-# at --max-runtime.
+# at --max-runtime (5 s, so that the looks below, a few process starts
+# each, all come before it on a loaded machine).
 rm -f "$tmpdir/gc.pid"
-"${DL[@]}" run s3 --max-runtime 500ms -- \
+"${DL[@]}" run s3 --max-runtime 5s -- \
   sh -c 'setsid sh -c "echo \$\$ >\"\$1/gc.tmp\"; mv \"\$1/gc.tmp\" \"\$1/gc.pid\"; exec sleep 1000" sh "$1" &
 echo $$ >"$1/main3.pid"; exit 0' sh "$tmpdir" </dev/null 2>"$tmpdir/s3.err" &
 dl=$!
@@ -58,7 +59,7 @@ if is_alive "$gc"; then
   is_alive "$dl" || fail "dlock exited while the orphaned setsid grandchild still runs"
   is_held s3 || fail "lock s3 is not held while the orphaned setsid grandchild still runs"
 fi
-wait_exit "$dl" 5
+wait_exit "$dl" 15
 is_gone "$gc" || fail "dlock exited but the orphaned setsid grandchild still runs"
 [ "$rc" = 124 ] || fail "s3: dlock exited $rc, expected 124; stderr: $(cat "$tmpdir/s3.err")"
 

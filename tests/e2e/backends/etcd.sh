@@ -104,12 +104,12 @@ etcd_renewals() {
 
 # shellcheck disable=SC2034 # ETCD_RENEWED_AFTER is for the caller
 etcd_wait_renewed() {
-  local leader
+  local leader within=${1:-3}
   leader=$(etcd_leader) || fail "no etcd member leads"
   ETCD_RENEWED_AFTER=$(now_ms)
   _etcd_renewed=$(etcd_renewals "$leader") || fail "could not read member $leader's lease metrics"
-  wait_until -t 3 _etcd_renewals_rose "$leader" ||
-    fail "no lease keep-alive reached the leader (member $leader) within 3 s (renewals seen: $_etcd_renewed)"
+  wait_until -t "$within" _etcd_renewals_rose "$leader" ||
+    fail "no lease keep-alive reached the leader (member $leader) within $within s (renewals seen: $_etcd_renewed)"
 }
 
 # shellcheck disable=SC2034 # ETCD_RENEWED_AFTER is for the caller

@@ -67,7 +67,7 @@
 
 # A hand-over is a watch event and a round trip or two: well under this even
 # on a loaded machine, and far from the waits' own timeouts (10 s or more).
-k_handover_ms=1500
+k_handover_ms=3000
 k_interop_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 use_zk_interop() {
