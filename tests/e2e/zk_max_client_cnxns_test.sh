@@ -10,11 +10,31 @@ SCENARIO="zookeeper: more connections from one address than maxClientCnxns"
 use_zookeeper
 
 start_holder h busy
-# Three more connections that never say anything fill the limit of 4 (the
-# server counts a connection at accept, before any handshake).
+# Three more connections fill the limit of 4. Each gets a session (a
+# connect request, answered): the server counts a connection only once
+# its selector thread has taken it over from the accepting one, which on
+# a loaded machine came after dlock's own connection in CI, so that a
+# connected socket alone did not fill the limit yet. An answer comes after
+# that count.
 /usr/bin/python3 - "$DLOCK_TEST_ZK_PORT" "$tmpdir/filled" <<'PY' &
-import socket, sys, time
-held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(3)]
+import socket, struct, sys, time
+def exactly(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise SystemExit("the server closed a filler connection")
+        data += chunk
+    return data
+def session(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    # ConnectRequest: protocol 0, last zxid 0, timeout 30 s, session 0, a
+    # password of 16 zero bytes, not read-only.
+    request = struct.pack(">iqiqi", 0, 0, 30000, 0, 16) + bytes(16) + b"\0"
+    s.sendall(struct.pack(">i", len(request)) + request)
+    exactly(s, struct.unpack(">i", exactly(s, 4))[0])
+    return s
+held = [session(int(sys.argv[1])) for _ in range(3)]
 open(sys.argv[2], "w").close()
 time.sleep(60)
 PY
