@@ -6,6 +6,7 @@
 #include "core/url.hpp"
 
 #include <chrono>
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,6 +70,17 @@ struct Lease {
   unsigned limit = 1;             // semaphore: N
   std::optional<unsigned> slot{}; // semaphore: 0..N-1 where the backend numbers slots (DLOCK_SLOT)
 };
+
+// What a session-bound backend files the locks it holds in this process
+// under: NAME and the release token together, never the token alone, so
+// that a token given with another name finds nothing, and release and
+// renew stay compare-and-delete on NAME's own lock.
+struct LeaseKey {
+  std::string name;
+  std::string token;
+  auto operator<=>(const LeaseKey &) const = default;
+};
+inline LeaseKey lease_key(const Lease &lease) { return {lease.name, lease.token}; }
 
 enum class AcquireOutcome { acquired, busy, interrupted };
 

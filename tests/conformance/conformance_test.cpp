@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace dlock;
 using namespace dlock::backend;
@@ -48,6 +49,35 @@ TEST_CASE("release with a stale token leaves the new holder's lock alone") {
   CHECK(b->release(forged) == ReleaseOutcome::not_owner);
   CHECK(client()->try_acquire(request).outcome == AcquireOutcome::busy);
   CHECK(b->release(second) == ReleaseOutcome::released);
+}
+
+// Issue 34 point 1: on etcd a release with lock alpha's token revoked
+// alpha's lease, freeing alpha while its holder still ran.
+TEST_CASE("a token of another lock or namespace frees nothing: release and renew under NAME are not its owner") {
+  auto a = client(), b = client();
+  auto alpha = request_for(unique("alpha")), beta = request_for(unique("beta"));
+  Lease held_alpha = must_acquire(*a, alpha);
+  Lease held_beta = must_acquire(*b, beta);
+  // Asked by alpha's own client (a session-bound backend serves only its
+  // own holders) and, where a token works in any client, by a fresh one
+  // and by one of another namespace.
+  auto other_namespace = config();
+  other_namespace.lock_namespace = "conformance-other";
+  auto fresh = client(), elsewhere = create_backend(other_namespace);
+  std::vector<Backend *> askers{a.get()};
+  if (lease_based()) askers.insert(askers.end(), {fresh.get(), elsewhere.get()});
+  for (Backend *asker : askers) {
+    Lease crossed = held_alpha;
+    crossed.name = beta.name; // beta's name with alpha's token
+    CHECK(asker->release(crossed) == ReleaseOutcome::not_owner);
+    CHECK(asker->renew(crossed, 2000ms, std::nullopt).outcome != RenewOutcome::renewed);
+  }
+  // alpha's own name and token, in another namespace.
+  if (lease_based()) CHECK(elsewhere->release(held_alpha) == ReleaseOutcome::not_owner);
+  CHECK(client()->try_acquire(alpha).outcome == AcquireOutcome::busy);
+  CHECK(client()->try_acquire(beta).outcome == AcquireOutcome::busy);
+  CHECK(a->release(held_alpha) == ReleaseOutcome::released);
+  CHECK(b->release(held_beta) == ReleaseOutcome::released);
 }
 
 TEST_CASE("fences strictly increase across acquisitions by different clients") {

@@ -27,6 +27,7 @@
 
 #include "backend/etcd/diagnose.hpp"
 #include "backend/etcd/gateway.hpp"
+#include "backend/etcd/leases.hpp"
 #include "backend/etcd/queue.hpp"
 #include "backend/etcd/watch.hpp"
 #include "core/holder_json.hpp"
@@ -87,26 +88,34 @@ public:
   ReleaseOutcome release(const Lease &lease) override {
     auto held = held_by(lease);
     if (!held) return ReleaseOutcome::not_owner;
-    auto id = std::optional<std::int64_t>(held->lease);
     if (m_held && m_held->key == held->key) {
       m_held.reset();
       m_watch.stop();
     }
-    // The token's lease, in one round trip; only if etcd no longer has it
-    // may the key have moved to another lease (renew with another ttl).
-    if (revoke(*id)) return ReleaseOutcome::released;
-    auto current = lease_of_key(held->key, std::nullopt);
-    if (!current || *current == *id) return ReleaseOutcome::not_owner;
-    return revoke(*current) ? ReleaseOutcome::released : ReleaseOutcome::not_owner;
+    // Compare-and-delete on NAME's own key: the one the token names under
+    // NAME's prefix in this namespace (its name holds the lease the key was
+    // created on, unique in the cluster, so no other contender's key has
+    // it). A token of another lock or namespace names no key here and frees
+    // nothing: revoking the token's lease first would free whatever it
+    // holds. The waiters' watches fire on the delete; the lease (the token's,
+    // or the one a renew with another ttl moved the key to) goes after.
+    auto deleted = delete_key(m_gateway, held->key);
+    if (!deleted) return ReleaseOutcome::not_owner;
+    if (m_asked.count(*deleted))
+      revoke_quietly(m_gateway, *deleted);
+    else
+      revoke_if_bare(m_gateway, *deleted);
+    return ReleaseOutcome::released;
   }
 
   std::optional<LockStatus> force_release(const std::string &name) override {
     auto [status, owners] = inspect(name);
     if (owners.empty()) return std::nullopt;
-    // A key whose lease is already gone, or that has none, is deleted.
+    // Each holder's key, not its lease: a lease of another client (a Go
+    // session) may hold other locks too, which only a bare lease's revoke
+    // would leave alone.
     for (const Contender &owner : owners)
-      if (owner.lease == 0 || !revoke(owner.lease))
-        m_gateway.call("/v3/kv/deleterange", {{"key", base64_encode(owner.key)}});
+      if (auto lease = delete_key(m_gateway, owner.key); lease && *lease != 0) revoke_if_bare(m_gateway, *lease);
     return status;
   }
 
@@ -188,25 +197,6 @@ private:
     return number_in(kvs.front(), "lease");
   }
 
-  // Revokes `lease` (deleting its key); false if etcd has no such lease.
-  bool revoke(std::int64_t lease) {
-    try {
-      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
-      return true;
-    } catch (const EtcdError &refused) {
-      if (refused.grpc_code() == k_grpc_not_found) return false;
-      throw;
-    }
-  }
-
-  void revoke_quietly(std::int64_t lease) {
-    try {
-      m_gateway.call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
-    } catch (const std::exception &failure) {
-      detail(1, "could not revoke lease: {} (it ends by itself)", failure.what());
-    }
-  }
-
   static RenewResult lost(std::string reason) {
     RenewResult result;
     result.outcome = RenewOutcome::lost;
@@ -240,10 +230,15 @@ private:
                     {{"key", base64_encode(key)}, {"ignore_value", true}, {"lease", std::to_string(fresh.id)}}}}}}};
     auto moved = m_gateway.call("/v3/kv/txn", txn, answer_by);
     if (!moved || !moved->value("succeeded", false)) {
-      revoke_quietly(fresh.id);
+      revoke_quietly(m_gateway, fresh.id);
       return {moved ? LeaseMove::Outcome::changed_hands : LeaseMove::Outcome::unanswered, 0};
     }
-    revoke_quietly(current);
+    // The old lease goes if it was granted here or holds nothing else (a
+    // forged token's key may have been on another client's session).
+    if (m_asked.count(current))
+      revoke_quietly(m_gateway, current);
+    else
+      revoke_if_bare(m_gateway, current);
     return {LeaseMove::Outcome::moved, fresh.ttl.count() / 1000};
   }
 
@@ -259,7 +254,7 @@ private:
       if (!place) continue;
       if (!place->ahead) return acquired(request, *place);
       if (!wait) {
-        revoke_quietly(place->lease);
+        revoke_quietly(m_gateway, place->lease);
         return {AcquireOutcome::busy, std::nullopt, 0};
       }
       auto outcome = wait_turn(request, std::move(*place), deadline, *interrupt);
@@ -318,10 +313,10 @@ private:
         detail(1, "the lease for '{}' ran out before its key was written; starting over", request.name);
         return std::nullopt;
       }
-      revoke_quietly(place.lease);
+      revoke_quietly(m_gateway, place.lease);
       throw;
     } catch (...) {
-      revoke_quietly(place.lease);
+      revoke_quietly(m_gateway, place.lease);
       throw;
     }
     const Json &responses = array_in(*answer, "responses");
@@ -331,11 +326,11 @@ private:
     try {
       turn = find_place(request, object_in(responses.back(), "response_range"), place);
     } catch (...) {
-      revoke_quietly(place.lease);
+      revoke_quietly(m_gateway, place.lease);
       throw;
     }
     if (turn == Turn::gone) {
-      revoke_quietly(place.lease);
+      revoke_quietly(m_gateway, place.lease);
       throw UnavailableError(fmt::format("{}: the lock key was not written", m_config.url.redacted()));
     }
     return place;
@@ -400,7 +395,7 @@ private:
       bool revoke = true;
       ~Leave() {
         self.m_watch.stop();
-        if (revoke) self.revoke_quietly(lease);
+        if (revoke) revoke_quietly(self.m_gateway, lease);
       }
     } leave{*this, place.lease};
     watch_ahead(request.name, place);
@@ -520,7 +515,7 @@ private:
       if (doc.is_object())
         if (auto info = holder_in(doc)) holder.info = *info;
       holder.fence = static_cast<std::uint64_t>(owner.create_revision);
-      holder.time_left = time_left_of(owner.lease);
+      holder.time_left = time_left_of(m_gateway, owner.lease);
       if (holder.info.pid == 0 && holder.info.host.empty())
         status.detail = "held by a client that is not dlock (etcdctl lock or a Go concurrency.Mutex or RWMutex: no "
                         "holder record)";
@@ -532,18 +527,6 @@ private:
       }
     }
     return {status, owners};
-  }
-
-  std::optional<Millis> time_left_of(std::int64_t lease) {
-    if (lease == 0) return std::nullopt;
-    try {
-      auto left = m_gateway.call("/v3/lease/timetolive", {{"ID", std::to_string(lease)}});
-      Millis left_for = seconds_in(*left, "TTL");
-      if (left_for.count() >= 0) return left_for;
-    } catch (const EtcdError &) {
-      // The lease ended between the two requests.
-    }
-    return std::nullopt;
   }
 
   // The held-key watch: a holder watches its own key, so that a lease

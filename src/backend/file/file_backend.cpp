@@ -51,7 +51,7 @@ public:
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point>) override {
     m_news.drain();
     RenewResult result;
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) {
       result.outcome = RenewOutcome::lost;
       result.reason = "this process does not hold the lock";
@@ -80,7 +80,7 @@ public:
   }
 
   ReleaseOutcome release(const Lease &lease) override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) return ReleaseOutcome::not_owner;
     bool ours = still_ours(held->second);
     if (ours && held->second.shared) {
@@ -101,7 +101,7 @@ public:
   }
 
   std::vector<int> lifetime_fds(const Lease &lease) const override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) return {};
     if (held->second.slot_fd) return {held->second.fd.get(), held->second.slot_fd.get()};
     return {held->second.fd.get()};
@@ -494,7 +494,7 @@ private:
     lease.ttl = request.ttl;
     lease.confirmed_at = sent_at;
     lease.mode = request.mode;
-    m_held.emplace(lease.token, std::move(held));
+    m_held.emplace(lease_key(lease), std::move(held));
     return lease;
   }
 
@@ -558,8 +558,8 @@ private:
   }
 
   LockDir m_dir;
-  FileNews m_news;                    // event_fd(); outlives the watches of m_held
-  std::map<std::string, Held> m_held; // by release token
+  FileNews m_news;                 // event_fd(); outlives the watches of m_held
+  std::map<LeaseKey, Held> m_held; // by name and release token
 };
 
 } // namespace

@@ -45,7 +45,7 @@ public:
 
   RenewResult renew(const Lease &lease, Millis ttl, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) {
       result.outcome = RenewOutcome::lost;
       result.reason = "this process holds no lock with that token";
@@ -106,7 +106,7 @@ public:
   }
 
   ReleaseOutcome release(const Lease &lease) override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) return ReleaseOutcome::not_owner;
     Held node = std::move(held->second);
     m_held.erase(held);
@@ -184,7 +184,7 @@ public:
   // was killed. release() ends the lock all the same: pg_advisory_unlock,
   // then PQfinish's Terminate message, on which the server ends the session.
   std::vector<int> lifetime_fds(const Lease &lease) const override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) return {};
     return {held->second.connection->socket()};
   }
@@ -196,7 +196,7 @@ public:
   // the release of a job that ends at once by a round trip). Anything
   // after it, a terminated session's error or its end, is news to renew for.
   bool news_was_expected(const Lease &lease) override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end() || !held->second.note_sent) return false;
     Held &node = held->second;
     node.note_sent.reset();
@@ -347,7 +347,7 @@ private:
         held.unlock_params.push_back(queue_channel(m_config.lock_namespace, request.name));
       }
     }
-    m_held[token] = std::move(held);
+    m_held[LeaseKey{request.name, token}] = std::move(held);
     Lease lease;
     lease.name = request.name;
     lease.token = token;
@@ -518,7 +518,7 @@ private:
   BackendConfig m_config;
   std::string m_label;
   PgInspector m_inspector;
-  std::map<std::string, Held> m_held; // by release token
+  std::map<LeaseKey, Held> m_held; // by name and release token
   std::unique_ptr<PgConnection> m_inspect_session;
   std::mt19937 m_random{std::random_device{}()};
 };

@@ -69,7 +69,7 @@ public:
   // The lease is the session's, negotiated when it was opened: any ttl (0 too) renews for that.
   RenewResult renew(const Lease &lease, Millis, std::optional<SteadyClock::time_point> answer_by) override {
     RenewResult result;
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) {
       result.outcome = RenewOutcome::lost;
       result.reason = "this ZooKeeper session holds no lock with that token";
@@ -129,7 +129,7 @@ public:
   }
 
   ReleaseOutcome release(const Lease &lease) override {
-    auto held = m_held.find(lease.token);
+    auto held = m_held.find(lease_key(lease));
     if (held == m_held.end()) return ReleaseOutcome::not_owner;
     Held node = held->second;
     m_held.erase(held);
@@ -401,7 +401,7 @@ private:
   // The nodes below `lock` that this session holds.
   std::vector<std::string> own_nodes(const Session &session, const std::string &lock) const {
     std::vector<std::string> out;
-    for (const auto &[token, held] : m_held)
+    for (const auto &[key, held] : m_held)
       if (held.session == session.id() && held.paths.front().rfind(lock + "/", 0) == 0 &&
           held.paths.front().find('/', lock.size() + 1) == std::string::npos)
         out.push_back(basename_of(held.paths.front()));
@@ -537,7 +537,7 @@ private:
     session.exists(paths.front(), true);
     session.drain_news(); // what happened while we queued is no news for the holder
     std::string token = random_hex(16);
-    m_held[token] = Held{paths, session.id()};
+    m_held[LeaseKey{request.name, token}] = Held{paths, session.id()};
     Lease lease;
     lease.name = request.name;
     lease.token = token;
@@ -558,7 +558,7 @@ private:
   bool m_containers = true;
   bool m_numeric = false; // every address in the URL is an IP address
   std::unique_ptr<Session> m_session;
-  std::map<std::string, Held> m_held; // by release token
+  std::map<LeaseKey, Held> m_held; // by name and release token
 };
 
 } // namespace
