@@ -57,8 +57,8 @@ def details(r):
         extra.append("pauses %s" % json.dumps(r["pauses"]))
     if r["server_faults"]:
         extra.append("server faults %s" % json.dumps(
-            [{"member": f["member"], "ms": f["ms"], "holder": f["holder"],
-              "holder_rc": f.get("holder_rc")} for f in r["server_faults"]]))
+            [{"member": f["member"], "ms": f["ms"], "holder": f["holder"], "holder_rc": f.get("holder_rc"),
+              **({"delay_ms": f["delay_ms"]} if "delay_ms" in f else {})} for f in r["server_faults"]]))
     o = r["outlived"]
     extra.append("observer: %d of %d sections seen held, polls %s, outlived worst %s"
                  % (o["observed"], o["observed"] + o["unobserved"], json.dumps(o["poll_ms"]),
