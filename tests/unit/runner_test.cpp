@@ -161,7 +161,9 @@ TEST_CASE("a refused renewal kills a job that ignores SIGTERM 1 s later by defau
   auto kill = recorder.first(SIGKILL);
   REQUIRE(term);
   REQUIRE(kill);
-  CHECK(ms_between(*term, *kill) >= 990);
+  // SIGKILL is due 1 s after the loss, SIGTERM is recorded a little after
+  // it (10.6 ms under TSan): the gap is 1 s less that, never the 1.84 s.
+  CHECK(ms_between(*term, *kill) >= 900);
   CHECK(ms_between(*term, *kill) < 1300);
 }
 
