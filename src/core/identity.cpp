@@ -1,6 +1,7 @@
 #include "core/identity.hpp"
 
 #include "core/error.hpp"
+#include "core/redact.hpp"
 
 #include <fmt/format.h>
 
@@ -43,6 +44,8 @@ std::string command_line_of(pid_t pid, std::size_t max_bytes) {
     raw.pop_back();
   for (char &c : raw)
     if (c == '\0') c = ' ';
+  // Secrets out before the cut, which could leave half of one behind.
+  raw = redact_secrets(raw);
   if (raw.size() > max_bytes) raw = raw.substr(0, max_bytes - 3) + "...";
   return raw;
 }
@@ -62,8 +65,8 @@ std::string join_command(const std::vector<std::string> &argv, std::size_t max_b
     if (!out.empty()) out += ' ';
     bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`") == std::string::npos;
     out += plain ? arg : "'" + arg + "'";
-    if (out.size() > max_bytes) break;
   }
+  out = redact_secrets(out);
   if (out.size() > max_bytes) out = out.substr(0, max_bytes - 3) + "...";
   for (char &c : out)
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';

@@ -19,14 +19,16 @@ struct HolderInfo {
 
 std::string host_name();
 std::string user_name();
-// The command line of a process, arguments joined by spaces and cut to
-// `max_bytes`; empty if it cannot be read.
+// The command line of a process, arguments joined by spaces, its secrets
+// replaced (redact_secrets) and cut to `max_bytes`; empty if it cannot be
+// read.
 std::string command_line_of(pid_t pid, std::size_t max_bytes = 256);
 // The same, or, where that is empty (a process in the middle of execve(2)
 // has no arguments for a moment, a zombie none at all), its name as the
 // kernel keeps it (/proc/PID/comm); empty if neither can be read.
 std::string command_or_name_of(pid_t pid, std::size_t max_bytes = 256);
-// Joins argv the way a shell user would read it, cut to `max_bytes`.
+// Joins argv the way a shell user would read it, its secrets replaced
+// (redact_secrets), cut to `max_bytes`.
 std::string join_command(const std::vector<std::string> &argv, std::size_t max_bytes = 256);
 // `bytes` random bytes from getrandom(2), as lowercase hex.
 std::string random_hex(std::size_t bytes);

@@ -216,14 +216,26 @@ void MetricsFile::update(const RunEvent &end) {
         err ? std::string(": ") + std::strerror(err) : "");
   };
   std::string dir = m_path.find('/') == std::string::npos ? "." : m_path.substr(0, m_path.rfind('/') + 1);
-  UniqueFd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd) return fail("cannot open its directory", errno);
-  // Runs that share the file take turns; one that cannot get its turn
-  // within the patience gives up rather than hold its exit up.
+  std::string base = m_path.substr(m_path.rfind('/') == std::string::npos ? 0 : m_path.rfind('/') + 1);
+  // Runs that share the file take turns on a lock file beside it, which
+  // nobody else may open: on the directory itself, any user who can read
+  // it could hold the lock and keep every run's metrics out. One that
+  // cannot get its turn within the patience gives up rather than hold its
+  // exit up. (The name does not end in .prom: the collector skips it.)
+  std::string lock_path = dir + "." + base + ".lock";
+  UniqueFd turn(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0600));
+  if (!turn && errno == ELOOP) return fail("its lock file " + lock_path + " is a symbolic link, not followed", 0);
+  if (!turn) return fail("cannot open its lock file " + lock_path, errno);
+  struct stat turn_info {};
+  if (fstat(turn.get(), &turn_info) != 0 || !S_ISREG(turn_info.st_mode) ||
+      (turn_info.st_uid != geteuid() && turn_info.st_uid != 0))
+    return fail("its lock file " + lock_path + " is not a regular file of yours or root's", 0);
+  if ((turn_info.st_mode & 0077) != 0 && turn_info.st_uid == geteuid() && fchmod(turn.get(), 0600) != 0)
+    return fail("cannot close its lock file " + lock_path + " to others", errno);
   auto give_up = std::chrono::steady_clock::now() + k_lock_patience;
-  while (flock(dir_fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) return fail("cannot lock its directory", errno);
-    if (std::chrono::steady_clock::now() >= give_up) return fail("another run kept its directory locked", 0);
+  while (flock(turn.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return fail("cannot lock " + lock_path, errno);
+    if (std::chrono::steady_clock::now() >= give_up) return fail("another run kept " + lock_path + " locked", 0);
     poll(nullptr, 0, 5);
   }
   MetricsText metrics;
@@ -253,7 +265,6 @@ void MetricsFile::update(const RunEvent &end) {
   count_run(metrics, end, m_namespace, m_started, m_wait);
   std::string text = render_metrics(metrics);
   // The temporary name does not end in .prom: the collector skips it.
-  std::string base = m_path.substr(m_path.rfind('/') == std::string::npos ? 0 : m_path.rfind('/') + 1);
   std::string temp = dir + "." + base + ".XXXXXX";
   UniqueFd out(mkostemp(temp.data(), O_CLOEXEC));
   if (!out) return fail("cannot create a temporary file beside it", errno);

@@ -96,6 +96,7 @@ public:
     // whose number could be reused from now on.
     m_guard.job_ended();
     m_ended_wall = std::chrono::system_clock::now();
+    m_ended = SteadyClock::now();
     restore_terminal(m_took_terminal);
     if (m_options.min_hold) {
       judge_unobserved_end(heartbeat.snapshot());
@@ -267,7 +268,10 @@ private:
     RunEvent event;
     event.name = m_lease.name;
     event.at = m_ended_wall;
-    event.duration = duration_cast<Millis>(m_ended_wall - m_started_wall);
+    // The duration from the monotonic clock: a wall clock stepped while
+    // the job ran (NTP, an operator) must not make it negative or hours
+    // long. The times themselves are the wall clock's.
+    event.duration = duration_cast<Millis>(m_ended - m_started);
     event.exit_status = status;
     if (m_child_status) event.job_status = exit_status_of(*m_child_status);
     event.cause = m_cause;
@@ -414,7 +418,7 @@ private:
   SteadyClock::time_point m_guarded_t0;    // the lease the guard's deadline is for
   bool m_group_gone = false;
   std::string m_no_renewals; // why the heartbeat could not start, if it could not
-  SteadyClock::time_point m_started;
+  SteadyClock::time_point m_started, m_ended;
   SteadyClock::time_point m_ended_seen_at;
   std::chrono::system_clock::time_point m_started_wall, m_ended_wall;
   StopState m_stop;

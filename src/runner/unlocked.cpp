@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace dlock::runner {
 
 namespace {
@@ -47,13 +49,25 @@ int run_unavailable(const RunOptions &options, const Error &failure, std::option
   event.name = name;
   event.wait = waited;
   event.cause = failure.what();
-  event.action = options.if_unavailable == Policy::run    ? "run"
-                 : options.if_unavailable == Policy::skip ? "skip"
-                                                          : "fail";
-  switch (options.if_unavailable) {
+  // A backend that answered (a full lock directory, a server's error
+  // reply) is not out of reach: someone may hold the lock right now, so
+  // the job never runs without it. Skipping it stays safe.
+  Policy policy = options.if_unavailable;
+  std::optional<Error> refused;
+  if (policy == Policy::run && failure.answered()) {
+    policy = Policy::fail;
+    refused.emplace(ExitCode::unavailable,
+                    fmt::format("{}; --if-unavailable run does not apply: the backend answered, and someone may hold "
+                                "the lock",
+                                failure.what()));
+    event.cause = refused->what();
+  }
+  event.action = policy == Policy::run ? "run" : policy == Policy::skip ? "skip" : "fail";
+  switch (policy) {
   case Policy::fail:
     event.exit_status = to_int(ExitCode::unavailable);
     if (options.events) options.events->record(event);
+    if (refused) throw *refused;
     throw failure;
   case Policy::skip:
     // Even with -q: a job that did not run must never go unnoticed.

@@ -32,7 +32,7 @@ capture fence_of_run
 last=$out
 
 # The file is root's and writable by nobody else: the attacker cannot write.
-[ "$(stat -c '%U %a' "$file")" = "root 644" ] || fail "lock file mode: $(stat -c '%U %a' "$file"), expected root 644"
+[ "$(stat -c '%U %a' "$file")" = "root 600" ] || fail "lock file mode: $(stat -c '%U %a' "$file"), expected root 600"
 for text in garbage '{"fence":18446744073709551615}' '{"fence":0}'; do
   as_user "$attacker" sh -c "printf '%s\n' '$text' >'$file'" 2>/dev/null &&
     fail "another user could write '$text' into root's lock file"

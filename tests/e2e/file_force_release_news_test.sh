@@ -11,7 +11,9 @@
 #   - the keeper of `dlock acquire` is gone within 2 s;
 #   - so are every reader of --shared and every slot of --limit N, and
 #     release --force says how many it broke, the first and their fence;
-#   - a lock file removed by hand stops its holder the same way;
+#   - a lock file removed by hand stops its holder the same way, and so
+#     does a semaphore's slot file; a taker waiting for a slot through
+#     release --force starts over on the new files and keeps its lock;
 #   - the news is quiet while nothing happens: a held lock stays held and
 #     its job runs (renewals write the record; others read it).
 SCENARIO="file: release --force stops the holder at once"
@@ -73,4 +75,36 @@ start_job removed --ttl 1h
 removed=$(now_ms)
 rm "$LOCKDIR/dlock/removed.lock"
 check_job_stopped "$removed" 2000 "rm of the lock file"
+
+# A semaphore's slot file removed by hand: its holder is stopped the same
+# way (issue 34 point 4: it ran on beside a second holder of that slot,
+# who made and locked a new slot file), and the slot is taken again.
+start_job slotted --ttl 1h --limit 1
+removed=$(now_ms)
+rm "$LOCKDIR/dlock/slotted.slot0"
+check_job_stopped "$removed" 2000 "rm of the slot file"
+capture "${DL[@]}" run --limit 1 slotted -- true
+[ "$rc" = 0 ] || fail "the slot was not taken again after its holder stopped: exit $rc; stderr: $err"
+
+# release --force under a waiting semaphore taker: the taker starts over on
+# the new files and keeps its lock (it started its job on the replaced
+# file and was then stopped with 76).
+start_holder first sem --limit 1 --ttl 1h
+first=$HOLDER_PID
+"${DL[@]}" run --limit 1 sem --ttl 1h --wait 60s -- sh -c 'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; exec sleep 1000' \
+  sh "$tmpdir/second.pid" </dev/null >/dev/null 2>"$tmpdir/second.err" &
+second=$!
+track "$second"
+wait_until has_waiter sem || fail "the second taker of sem never waited: $("${DL[@]}" status sem --json)"
+capture "${DL[@]}" release sem --force
+[ "$rc" = 0 ] || fail "release --force of sem exited $rc; stderr: $err"
+wait_until -t 5 is_gone "$first" || fail "the first holder of sem was still running 5 s after release --force"
+wait_until test -s "$tmpdir/second.pid" || fail "the waiting taker of sem never started its job: $(cat "$tmpdir/second.err")"
+slurp second_job "$tmpdir/second.pid"
+track "$second_job"
+# Its lock is real: it stays, and status names it.
+wait_until -t 3 is_gone "$second" && fail "the taker that waited through release --force ended: $(cat "$tmpdir/second.err")"
+[ "$("${DL[@]}" status sem --json | json 'd["holders"][0]["pid"]')" = "$second" ] ||
+  fail "status sem does not name the taker that waited: $("${DL[@]}" status sem --json)"
+kill "$second"
 pass

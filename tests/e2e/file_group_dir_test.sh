@@ -2,7 +2,7 @@
 # A setgid group directory (2775, as used with flock(1)) shares locks
 # between the members of its group on purpose: two members exclude each
 # other, fences grow across them, and what dlock makes in it is the group's
-# (namespace 2775, lock files 0664, the directory's group). Someone outside
+# (namespace 2775, lock files 0660, the directory's group). Someone outside
 # the group is refused. (0e9552c refused such a directory as 'writable by
 # others'.)
 SCENARIO="file: shared group directory"
@@ -31,8 +31,8 @@ track "$holder"
 wait_until [ -s "$work/alice" ] || fail "alice's job did not start"
 [ "$(stat -c '%a %G' "$shared/dlock")" = "2775 $group" ] ||
   fail "namespace directory: $(stat -c '%a %G' "$shared/dlock"), expected 2775 $group"
-[ "$(stat -c '%a %G %U' "$shared/dlock/x.lock")" = "664 $group $alice" ] ||
-  fail "lock file: $(stat -c '%a %G %U' "$shared/dlock/x.lock"), expected 664 $group $alice"
+[ "$(stat -c '%a %G %U' "$shared/dlock/x.lock")" = "660 $group $alice" ] ||
+  fail "lock file: $(stat -c '%a %G %U' "$shared/dlock/x.lock"), expected 660 $group $alice"
 capture as_user "$bob" "${GRP[@]}" run x -- touch "$work/bob-ran"
 [ "$rc" = 75 ] || fail "bob while alice holds x: exit $rc, expected 75; stderr: $err"
 [ ! -e "$work/bob-ran" ] || fail "bob's job ran beside alice's"
@@ -88,8 +88,8 @@ capture as_user "$bob" "${GRP[@]}" run flocked -- touch "$work/bob-ran"
 [ ! -e "$work/bob-ran" ] || fail "bob's job ran without the lock"
 capture as_user "$alice" "${GRP[@]}" run flocked -- true
 [ "$rc" = 0 ] || fail "alice on her own 0644 file: exit $rc: $err"
-[ "$(stat -c %a "$shared/dlock/flocked.lock")" = 664 ] ||
-  fail "alice's file is $(stat -c %a "$shared/dlock/flocked.lock") after her run, expected 664"
+[ "$(stat -c %a "$shared/dlock/flocked.lock")" = 660 ] ||
+  fail "alice's file is $(stat -c %a "$shared/dlock/flocked.lock") after her run, expected 660"
 capture as_user "$bob" "${GRP[@]}" run flocked -- true
 [ "$rc" = 0 ] || fail "bob after alice opened the file up: exit $rc: $err"
 

@@ -2,7 +2,8 @@
 # The file backend's shared locks and semaphores with flock(1) and by hand:
 # `run --shared` is flock -s on the lock file and `run` flock -x, both ways;
 # a name held one way refuses another (78); acquire, renew and release work
-# per slot; a killed holder's slot is free at once.
+# per slot, and a taker waiting for a slot shows as a waiter; a killed
+# holder's slot is free at once.
 SCENARIO="file: shared locks and semaphores with flock(1), by hand and killed"
 . "$(dirname "$0")/lib.sh"
 
@@ -32,6 +33,15 @@ slots=$("${DL[@]}" status s --json | json 'sorted(h["slot"] for h in d["holders"
 [ "$slots" = "[0, 1]" ] || fail "status s shows slots $slots, expected [0, 1]"
 [ "$("${DL[@]}" status s --json | json 'd["mode"] + " " + str(d["limit"])')" = "semaphore 2" ] ||
   fail "status s --json does not say semaphore, limit 2: $("${DL[@]}" status s --json)"
+# A taker waiting for a slot is a waiter, not a holder (issue 34 point 10:
+# it showed as a third holder of 2 slots, with no waiter).
+"${DL[@]}" run --limit 2 s --wait 30s -- true >/dev/null 2>"$tmpdir/waiter.err" &
+waiter=$!
+track "$waiter"
+wait_until has_waiter s || fail "a taker waiting for a slot of s is no waiter: $("${DL[@]}" status s --json)"
+doc=$("${DL[@]}" status s --json)
+[ "$(json 'len(d["holders"])' <<<"$doc")" = 2 ] || fail "with a waiter, status s shows other than its 2 holders: $doc"
+[ "$(json "$waiter in [h['pid'] for h in d['holders']]" <<<"$doc")" = false ] || fail "status s shows the waiter $waiter as a holder: $doc"
 capture "${DL[@]}" run s -- true
 [ "$rc" = 78 ] || fail "an exclusive run on a semaphore of 2 exited $rc, expected 78"
 assert_one_line_message "an exclusive run on a semaphore" "$err"
@@ -44,6 +54,8 @@ wrong=${t1%?}0
 capture "${DL[@]}" release s "$wrong"
 [ "$rc" = 3 ] || fail "release of a slot with a wrong token exited $rc, expected 3"
 "${DL[@]}" release s "$t1" || fail "release of slot token 1 failed"
+wait_exit "$waiter" 10
+[ "$rc" = 0 ] || fail "the waiter for a slot exited $rc once one was free: $(cat "$tmpdir/waiter.err")"
 "${DL[@]}" run --limit 2 s -- true || fail "a freed slot was not taken"
 "${DL[@]}" release s "$t2" || fail "release of slot token 2 failed"
 is_free s || fail "s is held after both slots were released"

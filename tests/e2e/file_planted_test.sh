@@ -39,13 +39,36 @@ expect_refused "private namespace directory of another user" "owned by $attacker
 rm -rf "$top/dlock" "$top/other"
 
 # Root makes the namespace: sticky and world-writable, so that users keep
-# their own locks in it, and root's lock files are root's alone (0644).
+# their own locks in it, and root's lock files are root's alone (0600).
 capture "${TOP[@]}" run first -- true
 [ "$rc" = 0 ] || fail "root's first run failed ($rc): $err"
 [ "$(stat -c '%U %a' "$top/dlock")" = "root 1777" ] ||
   fail "namespace directory made by root: $(stat -c '%U %a' "$top/dlock"), expected root 1777"
-[ "$(stat -c '%U %a' "$top/dlock/first.lock")" = "root 644" ] ||
-  fail "root's lock file: $(stat -c '%U %a' "$top/dlock/first.lock"), expected root 644"
+[ "$(stat -c '%U %a' "$top/dlock/first.lock")" = "root 600" ] ||
+  fail "root's lock file: $(stat -c '%U %a' "$top/dlock/first.lock"), expected root 600"
+# Nobody else may open it, so nobody else can flock it (issue 34 point 6:
+# with 0644 a user's flock made root's "-q -E 0" cron job skip silently).
+capture as_user "$attacker" flock -n "$top/dlock/first.lock" true
+[ "$rc" != 0 ] || fail "the attacker could flock root's lock file"
+# A file of root's from before (0644) is closed at root's next use of it.
+chmod 0644 "$top/dlock/first.lock"
+capture "${TOP[@]}" run first -- true
+[ "$rc" = 0 ] || fail "root's run on its old 0644 lock file failed ($rc): $err"
+[ "$(stat -c %a "$top/dlock/first.lock")" = 600 ] ||
+  fail "root's old 0644 lock file is $(stat -c %a "$top/dlock/first.lock") after root's run, expected 600"
+# Others still see who holds it (from the kernel's locks, without the
+# record they may not read).
+mkfifo "$tmpdir/first.go"
+"${TOP[@]}" run first -- sh -c "read line <'$tmpdir/first.go'" &
+first_holder=$!
+track "$first_holder"
+held_top() { "${TOP[@]}" status "$1" >/dev/null 2>&1; }
+wait_until held_top first || fail "root's run of first does not hold it"
+capture as_user "$attacker" "${TOP[@]}" status first --json
+[ "$rc" = 0 ] || fail "the attacker's status of root's held lock exited $rc, expected 0; stderr: $err"
+[ "$(json 'd["holder"]["pid"]' <<<"$out")" = "$first_holder" ] || fail "the attacker's status does not name root's holder $first_holder: $out"
+echo go >"$tmpdir/first.go"
+wait_exit "$first_holder" 10
 
 # A lock file planted before root's first use of the name: refused whatever
 # its mode, since its owner can remove it from the sticky directory.

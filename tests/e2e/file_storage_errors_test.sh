@@ -5,7 +5,9 @@
 # raise ulimit -n; the job never runs without the lock. Runs in a private
 # mount namespace for its small tmpfs mounts. (0e9552c reported ENOSPC and
 # EMFILE on the lock directory as configuration errors, 78, and ran the job
-# after a failed fdatasync of a fence that only the file kept.)
+# after a failed fdatasync of a fence that only the file kept.) A full or
+# failing directory answered: --if-unavailable run never runs the job
+# without the lock there.
 SCENARIO="file: storage and descriptor exhaustion"
 if [ -z "${DLOCK_E2E_MOUNT_NS:-}" ]; then
   [ "$(id -u)" = 0 ] || {
@@ -34,6 +36,8 @@ mkdir "$tmpdir/noinodes"
 mount -t tmpfs -o size=64k,nr_inodes=2 dlock-test "$tmpdir/noinodes" || fail "cannot mount a tmpfs"
 expect_code "no inode for the namespace directory" 69 "$tmpdir/noinodes/l/dlock.*no space left" \
   "$DLOCK_BIN" -b "file://$tmpdir/noinodes/l" run x -- touch "$tmpdir/ran"
+expect_code "no inode for the namespace directory, --if-unavailable run" 69 "no space left.*does not apply" \
+  "$DLOCK_BIN" -b "file://$tmpdir/noinodes/l" run --if-unavailable run x -- touch "$tmpdir/ran"
 umount "$tmpdir/noinodes"
 
 # ENOSPC writing the record: a tmpfs whose blocks are all taken.
@@ -45,6 +49,13 @@ dd if=/dev/zero of="$tmpdir/full/filler" bs=4k count=64 2>/dev/null
 expect_code "full lock directory" 69 "x\.lock.*no space left" \
   "$DLOCK_BIN" -b "file://$tmpdir/full/l" run x -- touch "$tmpdir/ran"
 expect_code "full lock directory, acquire" 69 "no space left" "$DLOCK_BIN" -b "file://$tmpdir/full/l" acquire x
+# A full directory is not out of reach (issue 34 point 3: any user can fill
+# /run/lock, and --if-unavailable run then ran root's jobs unlocked, two at
+# once): --if-unavailable run does not apply; skip, which runs nothing, does.
+expect_code "full lock directory, --if-unavailable run" 69 "no space left.*does not apply" \
+  "$DLOCK_BIN" -b "file://$tmpdir/full/l" run --if-unavailable run x -- touch "$tmpdir/ran"
+expect_code "full lock directory, --if-unavailable skip" 75 "no space left.*skip" \
+  "$DLOCK_BIN" -b "file://$tmpdir/full/l" run --if-unavailable skip x -- touch "$tmpdir/ran"
 umount "$tmpdir/full"
 
 # EIO from the disk. A counter ahead of the clock must be synced before its

@@ -57,7 +57,12 @@ parse "$before <= v('dlock_last_success_timestamp_seconds') <= v('dlock_last_end
   grep -qx True || fail "timestamps out of order: $(grep timestamp "$prom")"
 parse "v('dlock_last_start_timestamp_seconds') < v('dlock_last_end_timestamp_seconds')" | grep -qx True ||
   fail "the last job's start is not before its end"
-ls -A "$tmpdir/textfile" | grep -qv '^dlock.prom$' && fail "temporary files left beside the metrics file: $(ls -A "$tmpdir/textfile")"
+# Beside it only the lock file of its writers' turns (not .prom: the
+# collector skips it), closed to others.
+ls -A "$tmpdir/textfile" | grep -qvE '^(dlock\.prom|\.dlock\.prom\.lock)$' &&
+  fail "temporary files left beside the metrics file: $(ls -A "$tmpdir/textfile")"
+[ "$(stat -c %a "$tmpdir/textfile/.dlock.prom.lock")" = 600 ] ||
+  fail "the metrics file's lock file is $(stat -c %a "$tmpdir/textfile/.dlock.prom.lock"), expected 600"
 
 # Many runs at once, on 4 names and on one, while a reader parses the file
 # again and again: every count is there and every read parses.
@@ -109,4 +114,35 @@ assert_one_line_message "a symlinked metrics file" "$err"
 case $err in *warning*"symbolic link, not followed"*) ;; *) fail "no warning for a symlinked metrics file: $err" ;; esac
 [ -L "$tmpdir/planted.prom" ] || fail "the planted symlink was replaced"
 [ "$(cat "$tmpdir/target")" = "secret 1" ] || fail "the symlink's target was changed: $(cat "$tmpdir/target")"
+
+# Another user who can read the directory cannot keep the metrics out
+# (issue 34 point 7: the runs took turns on a flock of the directory, which
+# any reader could hold; every run then waited 2 s and wrote nothing). The
+# turns are on a lock file beside the metrics file that only its writer
+# may open.
+. "$(dirname "$0")/users_lib.sh"
+make_user
+other=$MADE
+chmod 0755 "$tmpdir/textfile"
+mkfifo -m 0666 "$tmpdir/unblock"
+unblock() { timeout 5 sh -c 'echo go >"$1"' unblock "$tmpdir/unblock"; }
+# shellcheck disable=SC2016 # python's
+as_user "$other" /usr/bin/python3 -c 'import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2]).read()' "$tmpdir/textfile" "$tmpdir/unblock" &
+blocker=$!
+at_cleanup 'is_alive "$blocker" && unblock'
+dir_locked() { ! flock -n "$tmpdir/textfile" true; }
+wait_until dir_locked || fail "the other user could not flock the directory (the test's own premise)"
+before=$(parse 'v("dlock_runs_total", outcome="ran")')
+capture "${DL[@]}" run --metrics-file "$prom" ok -- true
+[ "$rc" = 0 ] || fail "a run beside another user's flock of the directory exited $rc"
+[ -z "$err" ] || fail "a run beside another user's flock of the directory warned: $err"
+[ "$(parse "v('dlock_runs_total', outcome='ran') == $before + 1")" = True ] ||
+  fail "the run beside another user's flock of the directory was not counted: $(cat "$prom")"
+capture as_user "$other" flock -n "$tmpdir/textfile/.dlock.prom.lock" true
+[ "$rc" != 0 ] || fail "the other user could lock the metrics file's lock file"
+unblock
+wait "$blocker"
 pass

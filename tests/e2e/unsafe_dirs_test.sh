@@ -50,9 +50,9 @@ chmod 1777 "$tmpdir/sticky"
 capture "$DLOCK_BIN" -b "file://$tmpdir/sticky" run x -- touch "$tmpdir/ran"
 [ "$rc" = 0 ] || fail "a sticky 1777 directory was refused ($rc): $err"
 rm -f "$tmpdir/ran"
-# Its lock files are nobody else's to write (0644, not 0666 as before).
-[ "$(stat -c %a "$tmpdir/sticky/dlock/x.lock")" = 644 ] ||
-  fail "lock file in a sticky directory has mode $(stat -c %a "$tmpdir/sticky/dlock/x.lock"), expected 644"
+# Its lock files are nobody else's to open (0600; 0644 before 2026-12, 0666 before that).
+[ "$(stat -c %a "$tmpdir/sticky/dlock/x.lock")" = 600 ] ||
+  fail "lock file in a sticky directory has mode $(stat -c %a "$tmpdir/sticky/dlock/x.lock"), expected 600"
 # A lock file of ours that others can write (as 0e9552c made them there)
 # holds a record nobody can trust: refused until it is removed.
 chmod 0666 "$tmpdir/sticky/dlock/x.lock"

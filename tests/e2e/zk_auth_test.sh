@@ -86,6 +86,24 @@ capture "$DLOCK_BIN" -b "zk://bob:other-pw@127.0.0.1:$port" status auth.lock --j
 keep
 [ "$rc" = 0 ] || fail "status as bob exited $rc; stderr: $err"
 
+# The lock node is readable by all: a caller's command line that carries
+# the password (a cron line, a script's sh -c) must not reach its holder
+# record (issue 34 point 2; the record used to show the whole URL).
+sh -c '"$1" -b "$2" acquire auth.cron --ttl 30s >"$3"; true' caller "$DLOCK_BIN" "$alice_pw" "$tmpdir/cron.token" ||
+  fail "acquire from sh -c with the password in the URL failed"
+cron_keeper=$("${DL[@]}" status auth.cron --json | json 'd["holder"]["pid"]')
+track "$cron_keeper"
+capture "$DLOCK_BIN" -b "$anonymous" status auth.cron --json
+keep
+[ "$rc" = 0 ] || fail "status without credentials of the cron line's lock exited $rc; stderr: $err"
+case $(json 'd["holder"]["command"]' <<<"$out") in *"127.0.0.1:$port"*) ;; *) fail "the holder record does not show the caller's command: $out" ;; esac
+for node in $("$ZKCLI" ls /dlock/auth.cron 2>/dev/null | tr -d '[],"'); do
+  printf '%s\n' "$("$ZKCLI" get "/dlock/auth.cron/$node")" >>"$all_output"
+done
+capture "$DLOCK_BIN" -b "$alice_pw" release auth.cron "$(cat "$tmpdir/cron.token")"
+keep
+[ "$rc" = 0 ] || fail "release of the cron line's lock exited $rc; stderr: $err"
+
 # Nobody else may break it.
 refused "release --force as bob" "$DLOCK_BIN" -b "zk://bob:other-pw@127.0.0.1:$port" release auth.lock --force
 refused "release --force without credentials" "$DLOCK_BIN" -b "$anonymous" release auth.lock --force

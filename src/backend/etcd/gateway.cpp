@@ -164,7 +164,7 @@ void Gateway::refuse(const Attempt &refused) const {
                                   m_options.label));
     throw EtcdError(ExitCode::auth, refused.code, fmt::format("{}: {}", m_options.label, refused.message));
   }
-  throw EtcdError(ExitCode::unavailable, refused.code, refused.message);
+  throw EtcdError(ExitCode::unavailable, refused.code, refused.message, grpc_answered(refused.code));
 }
 
 Json Gateway::call_endpoint(std::size_t endpoint, const std::string &path, const Json &body) {

@@ -26,7 +26,8 @@ using SteadyClock = std::chrono::steady_clock;
 // member that refused it.
 class EtcdError : public Error {
 public:
-  EtcdError(ExitCode exit, int grpc_code, const std::string &message) : Error(exit, message), m_grpc_code(grpc_code) {}
+  EtcdError(ExitCode exit, int grpc_code, const std::string &message, bool answered = false)
+      : Error(exit, message, answered), m_grpc_code(grpc_code) {}
   int grpc_code() const { return m_grpc_code; }
 
 private:
@@ -37,6 +38,11 @@ private:
 inline constexpr int k_grpc_not_found = 5;
 inline constexpr int k_grpc_permission_denied = 7;
 inline constexpr int k_grpc_unauthenticated = 16;
+// Whether a gRPC status is the cluster's answer (no space, too many
+// requests, a compacted revision, ...) rather than a member that could not
+// reach it: 1 cancelled, 4 deadline exceeded and 14 unavailable (no leader,
+// stopping) are not (AnsweredError).
+inline bool grpc_answered(int code) { return code != 0 && code != 1 && code != 4 && code != 14; }
 
 struct GatewayOptions {
   std::vector<std::string> endpoints; // "http://host:port" or "https://host:port"

@@ -12,11 +12,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -28,10 +30,27 @@ namespace {
 
 std::int64_t now_unix_ms() { return to_unix_ms(std::chrono::system_clock::now()); }
 
+// Milliseconds since boot, suspend included (CLOCK_BOOTTIME): what the
+// record's time of renewal is also kept in, so that status on this host
+// counts the time left without the wall clock, which can be stepped.
+std::int64_t now_boot_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1'000'000;
+}
+
 std::uint64_t now_unix_us() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
+}
+
+// What is left at `now` of a lease of `ttl` (> 0) renewed at `renewed`,
+// in 0..ttl whatever the numbers (a record is read, not trusted).
+Millis time_left(std::int64_t renewed, std::int64_t ttl, std::int64_t now) {
+  if (renewed >= now) return Millis(ttl);
+  std::uint64_t ago = static_cast<std::uint64_t>(now) - static_cast<std::uint64_t>(renewed);
+  return Millis(ago >= static_cast<std::uint64_t>(ttl) ? 0 : ttl - static_cast<std::int64_t>(ago));
 }
 
 bool same_file(const struct stat &a, const struct stat &b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
@@ -69,6 +88,7 @@ public:
     if (ttl > Millis(0)) held->second.record.ttl_ms = ttl.count();
     ttl = Millis(held->second.record.ttl_ms);
     held->second.record.renewed_ms = now_unix_ms();
+    held->second.record.renewed_boot_ms = now_boot_ms();
     // The kernel lock is what counts; a record that could not be updated
     // (a full disk) only shows an older renewal time in status. A reader's
     // renewal writes nothing: the record is the readers' together.
@@ -147,31 +167,58 @@ public:
   LockStatus status_with(const std::string &name, const KernelLocks &kernel_locks) {
     LockStatus status;
     status.name = name;
-    int fd =
-        openat(m_dir.fd(), LockDir::file_name(name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-      if (errno == ENOENT) return status;
-      throw file_error(fmt::format("cannot read lock '{}' in {}", name, m_dir.path()), errno);
-    }
-    UniqueFd guard(fd);
+    const std::string file = LockDir::file_name(name);
+    UniqueFd guard(openat(m_dir.fd(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    int fd = guard.get();
     struct stat info {};
-    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) return status;
+    bool readable = fd >= 0;
+    if (!readable) {
+      int err = errno;
+      if (err == ENOENT) return status;
+      // Another user's lock file, which only they may open: the kernel
+      // still says who holds it, without its record.
+      if ((err != EACCES && err != EPERM) || fstatat(m_dir.fd(), file.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+        throw file_error(fmt::format("cannot read lock '{}' in {}", name, m_dir.path()), err);
+    } else if (fstat(fd, &info) != 0) {
+      return status;
+    }
+    if (!S_ISREG(info.st_mode)) return status;
     KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
     // The record of a file another user could have written says nothing.
-    bool trusted = !m_dir.distrust(info);
-    LockRecord record = trusted ? checked_record(fd, LockDir::file_name(name)) : LockRecord{};
+    bool trusted = readable && !m_dir.distrust(info);
+    LockRecord record = trusted ? checked_record(fd, file) : LockRecord{};
     if (trusted) status.fence = record.fence;
     status.waiters = static_cast<std::int64_t>(view.waiters);
     status.held = !view.holders.empty();
     if (!status.held) return status;
-    status.detail = fmt::format("{}/{}", m_dir.path(), LockDir::file_name(name));
+    status.detail = fmt::format("{}/{}", m_dir.path(), file);
     if (view.shared) {
       status.mode = record.limit > 0 ? HoldMode::semaphore : HoldMode::shared;
+      std::set<pid_t> slot_holders;
       if (record.limit > 0) {
+        // A semaphore's holders are the processes that hold a slot file.
+        // The others that hold the lock file (LOCK_SH) wait for a slot:
+        // trying the slots, or in the queue, at its front (holding the
+        // queue file) or behind it.
         status.limit = record.limit;
-        status.waiters = *status.waiters + queued(LockDir::file_name(name), kernel_locks);
+        std::set<pid_t> waiting;
+        for (unsigned slot = 0; slot < record.limit; ++slot)
+          if (auto slot_view = view_of(slot_file(file, slot), kernel_locks)) {
+            slot_holders.insert(slot_view->holders.begin(), slot_view->holders.end());
+            waiting.insert(slot_view->waiting.begin(), slot_view->waiting.end());
+          }
+        if (auto queue = view_of(queue_file(file), kernel_locks)) {
+          waiting.insert(queue->holders.begin(), queue->holders.end());
+          waiting.insert(queue->waiting.begin(), queue->waiting.end());
+        }
+        for (pid_t pid : view.holders)
+          if (!slot_holders.count(pid)) waiting.insert(pid);
+        for (pid_t pid : slot_holders)
+          waiting.erase(pid);
+        status.waiters = *status.waiters + static_cast<std::int64_t>(waiting.size());
       }
       for (pid_t pid : view.holders) {
+        if (record.limit > 0 && !slot_holders.count(pid)) continue;
         auto reader = std::find_if(record.readers.begin(), record.readers.end(),
                                    [&](const ReaderRecord &r) { return r.holder.pid == pid; });
         if (reader != record.readers.end())
@@ -179,13 +226,22 @@ public:
         else
           status.holders.push_back({process_holder(pid), std::nullopt, std::nullopt, std::nullopt});
       }
+      // Only waiters, for a moment (a holder just left its slot, a taker
+      // has not locked one yet): nobody holds it.
+      if (record.limit > 0 && status.holders.empty()) status.held = false;
       return status;
     }
     pid_t holder_pid = view.holders.front();
     if (record.holder && record.holder->pid == holder_pid) {
       status.holder = record.holder;
-      if (record.ttl_ms > 0)
-        status.time_left = Millis(std::max<std::int64_t>(0, record.renewed_ms + record.ttl_ms - now_unix_ms()));
+      if (record.ttl_ms > 0) {
+        // From the boot clock when the holder is on this host (a file
+        // backend's usual case), else from the wall clock; never more
+        // than the lease, whatever a clock did.
+        bool here = record.renewed_boot_ms > 0 && record.holder->host == host_name();
+        status.time_left = here ? time_left(record.renewed_boot_ms, record.ttl_ms, now_boot_ms())
+                                : time_left(record.renewed_ms, record.ttl_ms, now_unix_ms());
+      }
     } else {
       // A holder whose record is not there or not trusted (a file another
       // user made, a holder that is not dlock): describe the process the
@@ -198,13 +254,14 @@ public:
 
   // A semaphore's waiters: the one at the front of its queue file, which
   // holds it, and those blocked on it.
-  std::int64_t queued(const std::string &file, const KernelLocks &kernel_locks) const {
+  // The kernel's locks on `file` in the lock directory; nullopt where it
+  // is missing, not a regular file or not to be trusted.
+  std::optional<KernelLockView> view_of(const std::string &file, const KernelLocks &kernel_locks) const {
     struct stat info {};
-    if (fstatat(m_dir.fd(), queue_file(file).c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||
+    if (fstatat(m_dir.fd(), file.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode) ||
         m_dir.distrust(info))
-      return 0;
-    KernelLockView view = kernel_locks.of(info.st_dev, info.st_ino);
-    return static_cast<std::int64_t>(view.holders.size() + view.waiters);
+      return std::nullopt;
+    return kernel_locks.of(info.st_dev, info.st_ino);
   }
 
   static HolderInfo process_holder(pid_t pid) {
@@ -278,6 +335,8 @@ private:
     bool shared = false;       // LOCK_SH: one of the readers in record.readers
     UniqueFd slot_fd;          // a semaphore's: the slot file, LOCK_EX
     std::optional<unsigned> slot;
+    struct stat slot_identity {}; // the slot file's, as locked
+    FileWatch slot_watch;         // m_news's watch of the slot file
   };
 
   std::string path_of(const std::string &file) const { return m_dir.path() + "/" + file; }
@@ -339,12 +398,19 @@ private:
       if (!S_ISREG(info.st_mode) || info.st_nlink != 1)
         throw ConfigError(fmt::format("lock file {} is unsafe: not a plain file with one link", path));
       if (auto why = m_dir.distrust(info)) throw unsafe_file(path, *why);
-      // open honours the umask: give what we made the mode we meant. In a
-      // group directory a file of ours that the group cannot write (made
-      // by touch(1) for a flock(1) script, say) is opened up to the group.
-      mode_t wanted = m_dir.lock_file_mode();
-      bool widen = m_dir.kind() == DirKind::group && info.st_uid == geteuid() && (info.st_mode & 0660) != 0660;
-      if ((created || widen) && fchmod(fd, created ? wanted : ((info.st_mode & 0777) | 0660)) != 0)
+      // open honours the umask: give what we made the mode we meant. A
+      // file of ours that others may open (0644, as dlock made them before
+      // 2026-12, or by touch(1)) is closed to them: they could flock it. In
+      // a group directory a file of ours that the group cannot write (made
+      // for a flock(1) script, say) is opened up to the group.
+      mode_t mode = info.st_mode & 0777, fixed = mode;
+      if (created) {
+        fixed = m_dir.lock_file_mode();
+      } else if (info.st_uid == geteuid()) {
+        fixed &= m_dir.kind() == DirKind::group ? 0770 : 0700;
+        if (m_dir.kind() == DirKind::group) fixed |= 0660;
+      }
+      if ((created || fixed != mode) && fchmod(fd, fixed) != 0)
         throw file_error(fmt::format("cannot set the mode of lock file {}", path), errno);
       return guard;
     }
@@ -358,16 +424,35 @@ private:
 
   // Whether the file we hold is still the one linked at its name: not
   // removed, renamed or replaced (release --force).
+  // A semaphore's slot file is checked the same way: a slot file removed
+  // under its holder lets a newcomer make and lock a new one, a second
+  // holder of that slot.
   bool still_ours(const Held &held) const {
+    if (!linked(held.fd.get(), held.file, held.identity)) return false;
+    return !held.slot || linked(held.slot_fd.get(), slot_file(held.file, *held.slot), held.slot_identity);
+  }
+
+  // Whether the file open at `fd` (whose identity was `identity`) is still
+  // the one linked at `name` in the lock directory.
+  bool linked(int fd, const std::string &name, const struct stat &identity) const {
     struct stat mine {};
     struct stat now {};
-    if (fstat(held.fd.get(), &mine) != 0 || mine.st_nlink == 0) return false;
-    if (fstatat(m_dir.fd(), held.file.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
-    return same_file(now, held.identity);
+    if (fstat(fd, &mine) != 0 || mine.st_nlink == 0 || !same_file(mine, identity)) return false;
+    if (fstatat(m_dir.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    return same_file(now, identity);
   }
 
   AcquireResult take(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
                      const Interrupt *interrupt) override {
+    try {
+      return take_file(request, wait, deadline, interrupt);
+    } catch (const RecordWaitInterrupted &stop) {
+      return {AcquireOutcome::interrupted, std::nullopt, stop.signo};
+    }
+  }
+
+  AcquireResult take_file(const LockRequest &request, bool wait, std::optional<SteadyClock::time_point> deadline,
+                          const Interrupt *interrupt) {
     // Readers and a semaphore's holders take LOCK_SH on the same file, as
     // flock -s does: they exclude and are excluded by LOCK_EX holders
     // (dlock's and flock -x's). A semaphore's holders each hold one of its
@@ -396,7 +481,7 @@ private:
           if (errno != EINTR) throw file_error(fmt::format("cannot lock {}", path_of(file)), errno);
         }
       }
-      Held held{std::move(fd), file, {}, {}, 0, {}, shared, {}, std::nullopt};
+      Held held{std::move(fd), file, {}, {}, 0, {}, shared, {}, std::nullopt, {}, {}};
       if (fstat(held.fd.get(), &held.identity) != 0)
         throw file_error(fmt::format("cannot inspect lock file {}", path_of(file)), errno);
       // Watched before the check below, so that a replacement right after
@@ -406,7 +491,10 @@ private:
       // (force release, or its owner) is no lock at all: whoever opens the
       // name now gets another file. Start over on the current one.
       if (!still_ours(held)) continue;
-      if (request.mode == HoldMode::semaphore) return take_slot(request, std::move(held), wait, deadline, interrupt);
+      if (request.mode == HoldMode::semaphore) {
+        if (auto taken = take_slot(request, std::move(held), wait, deadline, interrupt)) return *taken;
+        continue; // the lock file or the slot file was replaced meanwhile: start over on the current ones
+      }
       if (!shared) return {AcquireOutcome::acquired, record_holder(request, std::move(held), sent_at), 0};
       RecordLock serial(held.fd.get(), path_of(held.file));
       LockRecord record = live_record(request, held);
@@ -422,33 +510,47 @@ private:
   // another kind of holder and the record of the slot come from the same
   // reading. After a wait it is read again, as another kind of holder may
   // have come meanwhile.
-  AcquireResult take_slot(const LockRequest &request, Held held, bool wait,
-                          std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt) {
+  // nullopt: the lock file or the slot file taken was replaced or removed
+  // meanwhile (release --force, a hand), so the caller starts over.
+  std::optional<AcquireResult> take_slot(const LockRequest &request, Held held, bool wait,
+                                         std::optional<SteadyClock::time_point> deadline,
+                                         const Interrupt *interrupt) {
     const unsigned n = request.limit;
     OpenFile open = [this](const std::string &file) { return open_lock_file(file); };
     {
       RecordLock serial(held.fd.get(), path_of(held.file));
       LockRecord record = live_record(request, held);
-      if (auto free = free_slot(open, m_dir.path(), held.file, n))
-        return {AcquireOutcome::acquired,
-                record_slot(request, std::move(held), std::move(record), std::move(free->fd), free->slot), 0};
+      if (auto free = free_slot(open, m_dir.path(), held.file, n)) {
+        if (!hold_slot(held, std::move(free->fd), free->slot)) return std::nullopt;
+        return AcquireResult{AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(record)), 0};
+      }
     }
-    if (!wait) return {AcquireOutcome::busy, std::nullopt, 0};
+    if (!wait) return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
     SlotWait waited = wait_for_slot(open, m_dir.path(), held.file, n, deadline, interrupt);
-    if (waited.signo != 0) return {AcquireOutcome::interrupted, std::nullopt, waited.signo};
-    if (!waited.taken) return {AcquireOutcome::busy, std::nullopt, 0};
+    if (waited.signo != 0) return AcquireResult{AcquireOutcome::interrupted, std::nullopt, waited.signo};
+    if (!waited.taken) return AcquireResult{AcquireOutcome::busy, std::nullopt, 0};
+    if (!hold_slot(held, std::move(waited.taken->fd), waited.taken->slot)) return std::nullopt;
     RecordLock serial(held.fd.get(), path_of(held.file));
     LockRecord record = live_record(request, held);
-    return {AcquireOutcome::acquired,
-            record_slot(request, std::move(held), std::move(record), std::move(waited.taken->fd), waited.taken->slot),
-            0};
+    return AcquireResult{AcquireOutcome::acquired, record_slot(request, std::move(held), std::move(record)), 0};
+  }
+
+  // Keeps the slot file locked at `slot_fd` in `held`, watched, and says
+  // whether it and the lock file are still the ones linked at their names.
+  bool hold_slot(Held &held, UniqueFd slot_fd, unsigned slot) {
+    const std::string name = slot_file(held.file, slot);
+    if (fstat(slot_fd.get(), &held.slot_identity) != 0)
+      throw file_error(fmt::format("cannot inspect slot file {}", path_of(name)), errno);
+    held.slot_fd = std::move(slot_fd);
+    held.slot = slot;
+    held.slot_watch = m_news.watch(held.slot_fd.get(), path_of(name));
+    return still_ours(held);
   }
 
   // `held` stays the caller's until the lease is made, so that a failure
   // leaves it, and its watch, to be dropped after the record lock.
-  Lease record_slot(const LockRequest &request, Held &&held, LockRecord record, UniqueFd slot_fd, unsigned slot) {
-    held.slot_fd = std::move(slot_fd);
-    held.slot = slot;
+  Lease record_slot(const LockRequest &request, Held &&held, LockRecord record) {
+    unsigned slot = *held.slot;
     Lease lease = record_reader(request, std::move(held), std::move(record), slot, SteadyClock::now());
     lease.limit = request.limit;
     lease.slot = slot;
@@ -531,7 +633,7 @@ private:
   // what counts: a record that cannot be updated only shows it longer).
   void forget_reader(Held &held) {
     try {
-      RecordLock serial(held.fd.get(), path_of(held.file));
+      RecordLock serial(held.fd.get(), path_of(held.file), false);
       auto record = read_record(held.fd.get(), path_of(held.file), &held.file_size);
       if (!record) return;
       std::erase_if(record->readers, [&](const ReaderRecord &reader) {
@@ -551,6 +653,7 @@ private:
     held.record.holder = request.holder;
     held.record.ttl_ms = request.ttl.count();
     held.record.renewed_ms = now_unix_ms();
+    held.record.renewed_boot_ms = now_boot_ms();
     // A fence that is not stored could be handed out again: no lock then.
     if (!write_record(held.fd.get(), held.record, held.file_size) || (must_sync && fdatasync(held.fd.get()) != 0))
       throw file_error(fmt::format("cannot write lock file {}", path), errno);

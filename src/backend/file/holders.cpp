@@ -14,12 +14,23 @@
 
 namespace dlock::backend::file {
 
-RecordLock::RecordLock(int fd, const std::string &path) : m_fd(fd) {
+RecordLock::RecordLock(int fd, const std::string &path, bool stop_on_signal) : m_fd(fd) {
   struct flock range {};
   range.l_type = F_WRLCK;
   range.l_whence = SEEK_SET;
-  while (fcntl(fd, F_OFD_SETLKW, &range) != 0)
+  if (fcntl(fd, F_OFD_SETLK, &range) == 0) return; // the usual case: free, no timer needed
+  if (errno != EAGAIN && errno != EACCES && errno != EINTR)
+    throw file_error(fmt::format("cannot lock the record of {}", path), errno);
+  BlockingWait blocking(SteadyClock::now() + k_record_patience);
+  for (;;) {
+    if (fcntl(fd, F_OFD_SETLKW, &range) == 0) return;
     if (errno != EINTR) throw file_error(fmt::format("cannot lock the record of {}", path), errno);
+    if (int signo = Signals::interrupt().requested(); signo != 0 && stop_on_signal) throw RecordWaitInterrupted{signo};
+    if (blocking.deadline_passed())
+      throw AnsweredError(fmt::format("the record of {} stayed locked for {} s by a process that is not a dlock "
+                                      "holder (a POSIX or OFD lock: see /proc/locks)",
+                                      path, k_record_patience.count()));
+  }
 }
 
 RecordLock::~RecordLock() {

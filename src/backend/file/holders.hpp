@@ -20,9 +20,19 @@ namespace dlock::backend::file {
 // the whole file for the few microseconds of a read-modify-write. Linux
 // keeps OFD locks apart from flock(2), so it neither blocks nor is blocked
 // by the lock itself. `path` names the file in an error.
+//
+// dlock's holders keep it for microseconds, but any process that can open
+// the file can hold a POSIX or OFD lock on it for ever (lockf(3)): the wait
+// is bounded by k_record_patience (then AnsweredError, 69: someone may hold
+// the lock) and, when `stop_on_signal`, ends at a stop signal
+// (RecordWaitInterrupted), so that no wait of dlock's is endless or deaf.
+inline constexpr std::chrono::seconds k_record_patience{5};
+struct RecordWaitInterrupted {
+  int signo;
+};
 class RecordLock {
 public:
-  RecordLock(int fd, const std::string &path);
+  RecordLock(int fd, const std::string &path, bool stop_on_signal = true);
   ~RecordLock();
   RecordLock(const RecordLock &) = delete;
   RecordLock &operator=(const RecordLock &) = delete;

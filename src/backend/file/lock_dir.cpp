@@ -220,8 +220,10 @@ Error file_error(const std::string &what, int error_number) {
   case ENAMETOOLONG:
   case EINVAL:
     return ConfigError(errno_message(what, error_number));
-  default: // ENOSPC, EDQUOT, EIO, EROFS and the like: the storage is failing
-    return Error(ExitCode::unavailable, errno_message(what, error_number));
+  default: // ENOSPC, EDQUOT, EIO, EROFS and the like: the storage is failing,
+    // but it answered: a local directory is never out of reach, and a
+    // full one (any user can fill /run/lock) must not run jobs unlocked.
+    return AnsweredError(errno_message(what, error_number));
   }
 }
 

@@ -35,7 +35,10 @@ public:
   const std::string &path() const { return m_path; }
   DirKind kind() const { return m_kind; }
   // Group directories share their lock files with the group.
-  mode_t lock_file_mode() const { return m_kind == DirKind::group ? 0664 : 0644; }
+  // Nobody else may open what dlock makes (flock(2) needs only a read-only
+  // descriptor: a file others can read is one they can lock); in a group
+  // directory its members may.
+  mode_t lock_file_mode() const { return m_kind == DirKind::group ? 0660 : 0600; }
 
   // Why a lock file in this directory cannot be trusted (another user
   // could remove, replace or rewrite it), or nullopt if it can. `info` is

@@ -46,9 +46,10 @@ KernelLocks KernelLocks::read() {
     std::optional<ProcLocksLine> lock = parse_proc_locks_line(line);
     if (!lock) continue;
     KernelLockView &view = locks.m_by_inode[{lock->device, lock->inode}];
-    if (lock->blocked)
+    if (lock->blocked) {
       ++view.waiters;
-    else {
+      view.waiting.push_back(lock->pid);
+    } else {
       view.holders.push_back(lock->pid);
       view.shared = lock->shared;
     }

@@ -15,6 +15,7 @@ namespace dlock::backend::file {
 struct KernelLockView {
   std::vector<pid_t> holders; // processes that placed a granted lock
   std::size_t waiters = 0;    // blocked requests
+  std::vector<pid_t> waiting; // the processes that made them
   bool shared = false;        // the granted locks are LOCK_SH (readers)
 };
 

@@ -36,6 +36,7 @@ std::string encode_record(const LockRecord &record) {
     add_holder(doc, *record.holder);
     doc["ttl_ms"] = record.ttl_ms;
     doc["renewed_ms"] = record.renewed_ms;
+    doc["renewed_boot_ms"] = record.renewed_boot_ms;
   }
   if (!record.readers.empty()) {
     nlohmann::json readers = nlohmann::json::array();
@@ -85,11 +86,14 @@ std::optional<LockRecord> decode_record(const std::string &text) {
     record.limit = doc["limit"].get<unsigned>();
   }
   if (!doc.contains("pid")) return record;
-  if (!holder_fields_valid(doc) || !is_integer(doc, "ttl_ms") || !is_integer(doc, "renewed_ms")) return std::nullopt;
+  if (!holder_fields_valid(doc) || !is_integer(doc, "ttl_ms") || !is_integer(doc, "renewed_ms") ||
+      !is_integer(doc, "renewed_boot_ms"))
+    return std::nullopt;
   record.holder = holder_in(doc);
   if (!record.holder) return std::nullopt;
   record.ttl_ms = doc.value("ttl_ms", std::int64_t{0});
   record.renewed_ms = doc.value("renewed_ms", std::int64_t{0});
+  record.renewed_boot_ms = doc.value("renewed_boot_ms", std::int64_t{0});
   return record;
 }
 

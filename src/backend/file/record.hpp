@@ -25,7 +25,8 @@ struct LockRecord {
   std::uint64_t fence = 0;
   std::optional<HolderInfo> holder;
   std::int64_t ttl_ms = 0;
-  std::int64_t renewed_ms = 0; // unix ms of the last renewal (or acquisition)
+  std::int64_t renewed_ms = 0;      // unix ms of the last renewal (or acquisition)
+  std::int64_t renewed_boot_ms = 0; // the same moment on the holder's CLOCK_BOOTTIME (0: not recorded)
   std::vector<ReaderRecord> readers;
   unsigned limit = 0; // a semaphore's N while it has holders; 0 otherwise
 };

@@ -499,7 +499,7 @@ private:
     // held. The lock may have been granted just before, but fail() ends
     // the session with its connection, and the lock with it.
     if (!rows.ok() && rows.sqlstate == "57014")
-      throw UnavailableError(
+      throw AnsweredError(
           fmt::format("{}: the wait for the lock was cancelled on the server ({})", m_label, rows.error));
     if (!rows.ok() && rows.sqlstate == "55P03") {
       // lock_timeout fired: the lock may have been granted at that very

@@ -67,7 +67,8 @@ std::uint64_t bytes_received(int fd) {
 void fail(const std::string &label, const Rows &rows) {
   if (rows.sqlstate.rfind("28", 0) == 0 || rows.sqlstate == "42501")
     throw Error(ExitCode::auth, fmt::format("{}: {}", label, rows.error));
-  throw UnavailableError(fmt::format("{}: {} (SQLSTATE {})", label, rows.error, rows.sqlstate));
+  if (rows.sqlstate.empty()) throw UnavailableError(fmt::format("{}: {}", label, rows.error));
+  throw AnsweredError(fmt::format("{}: {} (SQLSTATE {})", label, rows.error, rows.sqlstate));
 }
 
 PgConnection::PgConnection(const std::vector<std::string> &keywords, const std::vector<std::string> &values,

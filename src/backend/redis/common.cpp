@@ -292,11 +292,12 @@ Reply check_reply(Reply reply, const std::string &where) {
                 fmt::format("{} requires a password: give it with DLOCK_PASSWORD or --password-file", where));
   if (code == "WRONGPASS" || code == "NOPERM")
     throw Error(ExitCode::auth, fmt::format("{} refused: {}", where, reply.str));
+  // The server answered: someone may hold the lock (AnsweredError).
   if (code == "READONLY")
-    throw UnavailableError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
-                                       "use redis-sentinel://)",
-                                       where));
-  throw UnavailableError(fmt::format("{}: server error: {}", where, reply.str));
+    throw AnsweredError(fmt::format("{} is a read-only replica: locks need the master (point dlock at it, or "
+                                    "use redis-sentinel://)",
+                                    where));
+  throw AnsweredError(fmt::format("{}: server error: {}", where, reply.str));
 }
 
 } // namespace dlock::backend::redis

@@ -15,7 +15,10 @@ std::vector<NodeAnswer> Nodes::exchange(const std::vector<std::string> &requests
     answers[i].done = true;
     answers[i].at = Clock::now();
     answers[i].error = failure.what();
-    if (auto *error = dynamic_cast<const Error *>(&failure)) answers[i].code = error->code();
+    if (auto *error = dynamic_cast<const Error *>(&failure)) {
+      answers[i].code = error->code();
+      answers[i].refused = error->answered();
+    }
     m_connections[i]->close();
   };
   connect_all(requests, deadline, answers);

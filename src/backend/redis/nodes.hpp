@@ -16,6 +16,7 @@ struct NodeAnswer {
   std::vector<Reply> replies;
   std::string error; // empty when answered
   ExitCode code = ExitCode::unavailable;
+  bool refused = false;   // the node answered with an error (AnsweredError)
   Clock::time_point at{}; // when it finished
   bool answered() const { return done && error.empty(); }
 };

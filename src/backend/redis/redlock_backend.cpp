@@ -450,6 +450,10 @@ private:
       std::string message = fmt::format("no quorum: {} of {} nodes answered, {} needed ({})", granted + busy, n,
                                         majority, failures(answers, granted_or_refused));
       if (auth && failed > 0) throw Error(ExitCode::auth, message);
+      // A node that answered with an error (OOM, LOADING, BUSY) may hold a
+      // copy of someone's lock: no quorum, but not out of reach.
+      if (std::any_of(answers.begin(), answers.end(), [](const NodeAnswer &answer) { return answer.refused; }))
+        throw AnsweredError(message);
       throw UnavailableError(message);
     }
     for (const auto &answer : answers)
