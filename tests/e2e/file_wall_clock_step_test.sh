@@ -16,6 +16,8 @@ lib=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
 printf '+0\n' >"$tmpdir/offset"
 step() { printf '%s\n' "$1" >"$tmpdir/offset.tmp" && mv "$tmpdir/offset.tmp" "$tmpdir/offset"; }
 faked=(env LD_PRELOAD="$lib" FAKETIME_TIMESTAMP_FILE="$tmpdir/offset" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
+# Under ASan the preloaded libfaketime comes before ASan's runtime.
+[ -n "${DLOCK_SANITIZED:-}" ] && faked+=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
 
 mkfifo "$tmpdir/go"
 started=$(now_ms)
