@@ -513,8 +513,7 @@ private:
   // nullopt: the lock file or the slot file taken was replaced or removed
   // meanwhile (release --force, a hand), so the caller starts over.
   std::optional<AcquireResult> take_slot(const LockRequest &request, Held held, bool wait,
-                                         std::optional<SteadyClock::time_point> deadline,
-                                         const Interrupt *interrupt) {
+                                         std::optional<SteadyClock::time_point> deadline, const Interrupt *interrupt) {
     const unsigned n = request.limit;
     OpenFile open = [this](const std::string &file) { return open_lock_file(file); };
     {
